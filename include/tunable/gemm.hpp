@@ -1,0 +1,80 @@
+// GEMM entry points: C = alpha * op(A) * op(B) + beta * C, column-major as in BLAS.
+//
+// One descriptor covers the four op families TunableOp tunes; the family decides the op
+// signature ("GemmTunableOp_BFloat16_TN") and which providers are asked for candidates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tunable/context.hpp"
+#include "tunable/status.hpp"
+#include "tunable/types.hpp"
+
+namespace tunable {
+
+enum class GemmOp {
+  kGemm,                ///< one GEMM
+  kGemmStridedBatched,  ///< `batch` GEMMs at fixed strides
+  kGemmAndBias,         ///< one GEMM plus a bias vector (length m) and an optional activation
+  kScaledGemm,          ///< FP8 inputs with per-tensor scale pointers
+};
+
+enum class Epilogue {
+  kNone,
+  kBias,      ///< C = alpha*op(A)op(B) + bias (beta must be 0)
+  kBiasRelu,  ///< relu(... + bias)
+  kBiasGelu,  ///< gelu_tanh(... + bias)
+};
+
+struct GemmDesc {
+  GemmOp op = GemmOp::kGemm;
+  DataType dtype = DataType::kF32;      ///< type of A and B (kTF32: fp32 data, TF32 math)
+  DataType out_dtype = DataType::kF32;  ///< type of C; equals dtype except kScaledGemm and kTF32
+  Transpose transa = Transpose::kN;
+  Transpose transb = Transpose::kN;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  std::int64_t batch = 1;  ///< kGemmStridedBatched only
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  ///< elements between batch entries
+  double alpha = 1.0;
+  double beta = 0.0;
+  Epilogue epilogue = Epilogue::kNone;  ///< kGemmAndBias: kBias, kBiasRelu or kBiasGelu
+
+  /// A plain GEMM with tight leading dimensions for the given transposes.
+  static GemmDesc make(DataType dtype, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n,
+                       std::int64_t k);
+};
+
+struct GemmOperands {
+  const void* a = nullptr;  ///< column-major, lda >= rows of A as stored
+  const void* b = nullptr;
+  void* c = nullptr;
+  const void* bias = nullptr;       ///< kGemmAndBias / kScaledGemm: m elements of out_dtype
+  const float* scale_a = nullptr;   ///< kScaledGemm: device pointer to one float
+  const float* scale_b = nullptr;   ///< kScaledGemm: device pointer to one float
+};
+
+/// Checks dims, leading dimensions, strides, op/dtype combinations; the message names the field.
+Status validate(const GemmDesc& desc);
+/// Validation plus operand pointers (non-null; alignment to the element size).
+Status validate(const GemmDesc& desc, const GemmOperands& operands);
+
+/// TunableOp's op signature, e.g. "GemmTunableOp_BFloat16_TN".
+std::string op_signature(const GemmDesc& desc);
+/// TunableOp's params signature, e.g. "tn_4096_1_4096_ld_4096_4096_4096".
+std::string params_signature(const GemmDesc& desc);
+/// Inverse of the two above (alpha = 1, beta = 0, strides tight where the signature omits them).
+Status parse_gemm_signature(const std::string& op_sig, const std::string& params_sig,
+                            GemmDesc* out);
+
+/// Runs the GEMM through the context: lookup, tune on a miss (if enabled and tuning), dispatch.
+/// CPU contexts take host pointers (stream ignored); CUDA contexts take device pointers.
+Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands,
+            Stream stream = nullptr);
+
+/// Tunes `desc` now (fresh random inputs; no user operands needed) unless a result exists.
+/// Fills `solution` with the chosen name when non-null.
+Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution = nullptr);
+
+}  // namespace tunable

@@ -1,0 +1,50 @@
+#include "core/logger.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+namespace tunable {
+
+Logger::~Logger() { close(); }
+
+void Logger::close() {
+  if (owned_ && sink_ != nullptr) std::fclose(sink_);
+  sink_ = stderr;
+  owned_ = false;
+}
+
+bool Logger::open(int level, const std::string& target) {
+  std::lock_guard<std::mutex> lock(mu_);
+  close();
+  level_ = level;
+  if (target.empty() || target == "err") return true;
+  if (target == "out") {
+    sink_ = stdout;
+    return true;
+  }
+  std::FILE* f = std::fopen(target.c_str(), "a");
+  if (f == nullptr) {
+    std::fprintf(stderr, "tunable: cannot open verbose file '%s' (%s); logging to stderr\n",
+                 target.c_str(), std::strerror(errno));
+    return false;
+  }
+  sink_ = f;
+  owned_ = true;
+  return true;
+}
+
+void Logger::line(int level, const std::string& text) {
+  if (!enabled(level)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::fprintf(sink_, "%s\n", text.c_str());
+  std::fflush(sink_);
+}
+
+void Logger::warn(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::FILE* out = level_ > 0 ? sink_ : stderr;
+  std::fprintf(out, "tunable: warning: %s\n", text.c_str());
+  std::fflush(out);
+}
+
+}  // namespace tunable

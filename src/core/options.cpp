@@ -1,0 +1,130 @@
+// The only place that reads TUNABLE_* environment variables.
+#include "tunable/options.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace tunable {
+namespace {
+
+[[noreturn]] void bad_value(const char* var, const std::string& value, const char* expected) {
+  throw Error(StatusCode::kParseError,
+              fmt::format("invalid value '{}' for {}: expected {}", value, var, expected));
+}
+
+bool parse_bool(const char* var, const std::string& v) {
+  if (v == "1" || v == "true" || v == "TRUE" || v == "on" || v == "yes") return true;
+  if (v == "0" || v == "false" || v == "FALSE" || v == "off" || v == "no") return false;
+  bad_value(var, v, "0 or 1");
+}
+
+long long parse_int(const char* var, const std::string& v, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || x < lo || x > hi) {
+    bad_value(var, v, fmt::format("an integer in [{}, {}]", lo, hi).c_str());
+  }
+  return x;
+}
+
+double parse_double(const char* var, const std::string& v, double lo, double hi) {
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || !std::isfinite(x) || x < lo ||
+      x > hi) {
+    bad_value(var, v, fmt::format("a number in [{}, {}]", lo, hi).c_str());
+  }
+  return x;
+}
+
+// TUNABLE_NUMERICAL_CHECK: 0, 1 or ATOL_RTOL.
+void parse_numerical_check(const std::string& v, Options* o) {
+  const char* var = "TUNABLE_NUMERICAL_CHECK";
+  auto us = v.find('_');
+  if (us == std::string::npos) {
+    o->numerical_check = parse_bool(var, v);
+    return;
+  }
+  const char* expected = "0, 1 or ATOL_RTOL with two positive numbers (e.g. 1e-3_1e-3)";
+  std::string a = v.substr(0, us), r = v.substr(us + 1);
+  char* end = nullptr;
+  double atol = std::strtod(a.c_str(), &end);
+  if (a.empty() || end != a.c_str() + a.size() || !(atol >= 0) || !std::isfinite(atol))
+    bad_value(var, v, expected);
+  double rtol = std::strtod(r.c_str(), &end);
+  if (r.empty() || end != r.c_str() + r.size() || !(rtol >= 0) || !std::isfinite(rtol))
+    bad_value(var, v, expected);
+  o->numerical_check = true;
+  o->atol = atol;
+  o->rtol = rtol;
+}
+
+}  // namespace
+
+Options Options::from_environment() {
+  Options o;
+  auto get = [](const char* name, std::string* out) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return false;
+    *out = v;
+    return true;
+  };
+  std::string v;
+  if (get("TUNABLE_ENABLED", &v)) o.enabled = parse_bool("TUNABLE_ENABLED", v);
+  if (get("TUNABLE_TUNING", &v)) o.tuning = parse_bool("TUNABLE_TUNING", v);
+  if (get("TUNABLE_FILENAME", &v)) o.filename = v;
+  if (get("TUNABLE_VERBOSE", &v)) o.verbose = static_cast<int>(parse_int("TUNABLE_VERBOSE", v, 0, 3));
+  if (get("TUNABLE_VERBOSE_FILENAME", &v)) {
+    if (v.empty()) bad_value("TUNABLE_VERBOSE_FILENAME", v, "err, out or a file path");
+    o.verbose_filename = v;
+  }
+  if (get("TUNABLE_NUMERICAL_CHECK", &v)) parse_numerical_check(v, &o);
+  if (get("TUNABLE_MAX_TUNING_DURATION_MS", &v))
+    o.max_tuning_duration_ms = parse_double("TUNABLE_MAX_TUNING_DURATION_MS", v, 0, 1e7);
+  if (get("TUNABLE_MAX_TUNING_ITERATIONS", &v))
+    o.max_tuning_iterations =
+        static_cast<int>(parse_int("TUNABLE_MAX_TUNING_ITERATIONS", v, 0, 1000000000));
+  if (get("TUNABLE_MAX_WARMUP_DURATION_MS", &v))
+    o.max_warmup_duration_ms = parse_double("TUNABLE_MAX_WARMUP_DURATION_MS", v, 0, 1e7);
+  if (get("TUNABLE_MAX_WARMUP_ITERATIONS", &v))
+    o.max_warmup_iterations =
+        static_cast<int>(parse_int("TUNABLE_MAX_WARMUP_ITERATIONS", v, 0, 1000000000));
+  if (get("TUNABLE_ROTATING_BUFFER_SIZE", &v))
+    o.rotating_buffer_size_mib =
+        static_cast<int>(parse_int("TUNABLE_ROTATING_BUFFER_SIZE", v, -1, 1 << 20));
+  if (get("TUNABLE_RECORD_UNTUNED", &v)) o.record_untuned = parse_bool("TUNABLE_RECORD_UNTUNED", v);
+  if (get("TUNABLE_UNTUNED_FILENAME", &v)) o.untuned_filename = v;
+  if (get("TUNABLE_CUBLASLT_WORKSPACE_MIB", &v))
+    o.workspace_mib = static_cast<int>(parse_int("TUNABLE_CUBLASLT_WORKSPACE_MIB", v, 0, 1 << 16));
+  throw_if_error(o.validate());
+  return o;
+}
+
+Status Options::validate() const {
+  auto bad = [](const std::string& what) { return Status(StatusCode::kInvalidArgument, what); };
+  if (verbose < 0 || verbose > 3) return bad(fmt::format("verbose must be 0-3 (got {})", verbose));
+  if (!(max_tuning_duration_ms >= 0))
+    return bad(fmt::format("max_tuning_duration_ms must be >= 0 (got {})", max_tuning_duration_ms));
+  if (!(max_warmup_duration_ms >= 0))
+    return bad(fmt::format("max_warmup_duration_ms must be >= 0 (got {})", max_warmup_duration_ms));
+  if (max_tuning_iterations < 0)
+    return bad(fmt::format("max_tuning_iterations must be >= 0 (got {})", max_tuning_iterations));
+  if (max_warmup_iterations < 0)
+    return bad(fmt::format("max_warmup_iterations must be >= 0 (got {})", max_warmup_iterations));
+  if (rotating_buffer_size_mib < -1)
+    return bad(fmt::format("rotating_buffer_size_mib must be >= -1 (got {})",
+                           rotating_buffer_size_mib));
+  if (workspace_mib < 0) return bad(fmt::format("workspace_mib must be >= 0 (got {})", workspace_mib));
+  if (verbose_filename.empty()) return bad("verbose_filename must not be empty");
+  if (record_untuned && untuned_filename.empty())
+    return bad("record_untuned is set but untuned_filename is empty");
+  return Status::ok();
+}
+
+}  // namespace tunable

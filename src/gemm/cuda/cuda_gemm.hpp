@@ -1,0 +1,18 @@
+// CUDA GEMM providers (cuBLAS, cuBLASLt, the project's kernels) behind one function that builds
+// the hooks of a GEMM TunableOp for a CUDA context.
+#pragma once
+
+#include <vector>
+
+#include "gemm/gemm_args.hpp"
+#include "tune/results_file.hpp"
+
+namespace tunable {
+
+/// Fills the hooks (Default, providers, workload, capture check) of the GEMM op `desc` belongs to.
+Status cuda_gemm_hooks(ContextImpl& ctx, const GemmDesc& desc, OpHooks<GemmArgs>* hooks);
+
+/// CUDA runtime/driver, cuBLAS/cuBLASLt versions, GPU name, compute capability and SM count.
+Status cuda_validators(int ordinal, std::vector<Validator>* out);
+
+}  // namespace tunable

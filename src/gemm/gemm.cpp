@@ -1,0 +1,48 @@
+// Public GEMM entry points: pick the device's op, then lookup -> tune -> dispatch.
+#include "tunable/gemm.hpp"
+
+#include <fmt/format.h>
+
+#include "gemm/cpu/cpu_gemm.hpp"
+#include "gemm/cuda/cuda_gemm.hpp"
+
+namespace tunable {
+namespace {
+
+Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
+  ContextImpl& c = ctx.impl();
+  OpHooks<GemmArgs> hooks;
+  hooks.op_signature = op_signature(d);
+  hooks.key = gemm_key;
+  hooks.params_signature = [](const GemmArgs& a) { return params_signature(a.desc); };
+  if (c.device().kind == DeviceKind::kCpu) {
+    TUNABLE_RETURN_IF_ERROR(cpu_supports(d));
+    hooks.default_solution = cpu_default_solution();
+    hooks.providers = {cpu_reference_provider(), cpu_blocked_provider(), openblas_provider()};
+    hooks.make_workload = make_cpu_gemm_workload;
+  } else {
+    TUNABLE_RETURN_IF_ERROR(cuda_gemm_hooks(c, d, &hooks));
+  }
+  *op = &c.op<TunableOp<GemmArgs>>(hooks.op_signature, [&] {
+    return std::make_unique<TunableOp<GemmArgs>>(c, std::move(hooks));
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, Stream stream) {
+  TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
+  TunableOp<GemmArgs>* op = nullptr;
+  TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+  return op->run(GemmArgs{desc, operands}, stream);
+}
+
+Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution) {
+  TUNABLE_RETURN_IF_ERROR(validate(desc));
+  TunableOp<GemmArgs>* op = nullptr;
+  TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+  return op->tune(GemmArgs{desc, GemmOperands{}}, solution);
+}
+
+}  // namespace tunable

@@ -1,0 +1,31 @@
+// The argument bundle every GEMM solution takes, and small shape helpers.
+#pragma once
+
+#include "tunable/gemm.hpp"
+#include "tune/tunable_op.hpp"
+
+namespace tunable {
+
+struct GemmArgs {
+  GemmDesc desc;
+  GemmOperands ops;
+};
+
+/// Rows and columns of A, B and C as stored (column-major), given the transposes.
+inline std::int64_t a_rows(const GemmDesc& d) { return d.transa == Transpose::kN ? d.m : d.k; }
+inline std::int64_t a_cols(const GemmDesc& d) { return d.transa == Transpose::kN ? d.k : d.m; }
+inline std::int64_t b_rows(const GemmDesc& d) { return d.transb == Transpose::kN ? d.k : d.n; }
+inline std::int64_t b_cols(const GemmDesc& d) { return d.transb == Transpose::kN ? d.n : d.k; }
+
+/// Elements spanned by one matrix: ld * (cols - 1) + rows.
+inline std::int64_t span(std::int64_t ld, std::int64_t rows, std::int64_t cols) {
+  return ld * (cols - 1) + rows;
+}
+
+/// Key of the per-op cache: every field that distinguishes problems of one op signature.
+ProblemKey gemm_key(const GemmArgs& a);
+
+/// Default per-dtype numerics tolerances (atol in units of rms(ref), rtol).
+Tolerance gemm_tolerance(const GemmDesc& d);
+
+}  // namespace tunable

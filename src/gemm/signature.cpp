@@ -1,0 +1,256 @@
+// GEMM validation and TunableOp-style signatures (built and parsed in one place).
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <regex>
+
+#include "gemm/gemm_args.hpp"
+
+namespace tunable {
+namespace {
+
+Status bad(const std::string& s) { return Status(StatusCode::kInvalidArgument, s); }
+
+const char* op_prefix(GemmOp op) {
+  switch (op) {
+    case GemmOp::kGemm: return "GemmTunableOp";
+    case GemmOp::kGemmStridedBatched: return "GemmStridedBatchedTunableOp";
+    case GemmOp::kGemmAndBias: return "GemmAndBiasTunableOp";
+    case GemmOp::kScaledGemm: return "ScaledGemmTunableOp";
+  }
+  return "?";
+}
+
+const char* epilogue_suffix(Epilogue e) {
+  switch (e) {
+    case Epilogue::kNone: return "";
+    case Epilogue::kBias: return "_ep_bias";
+    case Epilogue::kBiasRelu: return "_ep_relu";
+    case Epilogue::kBiasGelu: return "_ep_gelu";
+  }
+  return "";
+}
+
+bool is_fp8(DataType t) { return t == DataType::kF8E4M3 || t == DataType::kF8E5M2; }
+
+}  // namespace
+
+GemmDesc GemmDesc::make(DataType dtype, Transpose ta, Transpose tb, std::int64_t m,
+                        std::int64_t n, std::int64_t k) {
+  GemmDesc d;
+  d.dtype = dtype;
+  d.out_dtype = dtype == DataType::kTF32 ? DataType::kF32 : dtype;
+  d.transa = ta;
+  d.transb = tb;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.lda = std::max<std::int64_t>(1, a_rows(d));
+  d.ldb = std::max<std::int64_t>(1, b_rows(d));
+  d.ldc = std::max<std::int64_t>(1, m);
+  return d;
+}
+
+Status validate(const GemmDesc& d) {
+  if (d.m <= 0) return bad(fmt::format("m must be positive (got {})", d.m));
+  if (d.n <= 0) return bad(fmt::format("n must be positive (got {})", d.n));
+  if (d.k <= 0) return bad(fmt::format("k must be positive (got {})", d.k));
+  constexpr std::int64_t kMaxDim = std::numeric_limits<std::int32_t>::max();
+  if (d.m > kMaxDim || d.n > kMaxDim || d.k > kMaxDim)
+    return bad(fmt::format("m, n, k must fit in 32 bits (got {}, {}, {})", d.m, d.n, d.k));
+  if (d.lda < a_rows(d))
+    return bad(fmt::format("lda must be >= {} (rows of A as stored, trans {}), got {}", a_rows(d),
+                           to_char(d.transa), d.lda));
+  if (d.ldb < b_rows(d))
+    return bad(fmt::format("ldb must be >= {} (rows of B as stored, trans {}), got {}", b_rows(d),
+                           to_char(d.transb), d.ldb));
+  if (d.ldc < d.m) return bad(fmt::format("ldc must be >= m = {}, got {}", d.m, d.ldc));
+  if (d.lda > kMaxDim || d.ldb > kMaxDim || d.ldc > kMaxDim)
+    return bad("leading dimensions must fit in 32 bits");
+  if (!std::isfinite(d.alpha) || !std::isfinite(d.beta))
+    return bad(fmt::format("alpha and beta must be finite (got {}, {})", d.alpha, d.beta));
+
+  const bool scaled = d.op == GemmOp::kScaledGemm;
+  if (scaled) {
+    if (!is_fp8(d.dtype))
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {}", short_name(d.dtype)));
+    if (d.out_dtype != DataType::kBF16 && d.out_dtype != DataType::kF16 &&
+        d.out_dtype != DataType::kF32)
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("ScaledGemm output must be bf16, fp16 or fp32, not {}",
+                                short_name(d.out_dtype)));
+    if (d.epilogue != Epilogue::kNone && d.epilogue != Epilogue::kBias)
+      return Status(StatusCode::kNotSupported, "ScaledGemm supports no epilogue or a bias only");
+  } else {
+    if (is_fp8(d.dtype))
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("{} inputs need GemmOp::kScaledGemm", short_name(d.dtype)));
+    const DataType want = d.dtype == DataType::kTF32 ? DataType::kF32 : d.dtype;
+    if (d.out_dtype != want)
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("{} GEMM writes {}, not {}", short_name(d.dtype), short_name(want),
+                                short_name(d.out_dtype)));
+  }
+  if (d.op == GemmOp::kGemmAndBias) {
+    if (d.epilogue == Epilogue::kNone) return bad("GemmAndBias needs an epilogue (bias, relu, gelu)");
+    if (d.beta != 0) return bad(fmt::format("GemmAndBias requires beta = 0 (got {})", d.beta));
+  } else if (!scaled && d.epilogue != Epilogue::kNone) {
+    return bad("an epilogue needs GemmOp::kGemmAndBias");
+  }
+  if (scaled && d.epilogue == Epilogue::kBias && d.beta != 0)
+    return bad(fmt::format("ScaledGemm with bias requires beta = 0 (got {})", d.beta));
+  if (d.op == GemmOp::kGemmStridedBatched) {
+    if (d.batch < 1) return bad(fmt::format("batch must be >= 1 (got {})", d.batch));
+    if (d.stride_a < 0 || d.stride_b < 0)
+      return bad(fmt::format("stride_a and stride_b must be >= 0 (got {}, {})", d.stride_a, d.stride_b));
+    if (d.batch > 1 && d.stride_c < span(d.ldc, d.m, d.n))
+      return bad(fmt::format("stride_c must be >= ldc*(n-1)+m = {} so batch outputs do not overlap "
+                             "(got {})", span(d.ldc, d.m, d.n), d.stride_c));
+  } else if (d.batch != 1) {
+    return bad(fmt::format("batch must be 1 outside GemmStridedBatched (got {})", d.batch));
+  }
+  return Status::ok();
+}
+
+Status validate(const GemmDesc& d, const GemmOperands& o) {
+  TUNABLE_RETURN_IF_ERROR(validate(d));
+  if (o.a == nullptr) return bad("operand A is null");
+  if (o.b == nullptr) return bad("operand B is null");
+  if (o.c == nullptr) return bad("operand C is null");
+  const bool needs_bias = d.epilogue != Epilogue::kNone;
+  if (needs_bias && o.bias == nullptr) return bad("the epilogue needs a bias pointer, got null");
+  if (d.op == GemmOp::kScaledGemm && (o.scale_a == nullptr || o.scale_b == nullptr))
+    return bad("ScaledGemm needs scale_a and scale_b device pointers");
+  auto misaligned = [](const void* p, std::size_t align) {
+    return reinterpret_cast<std::uintptr_t>(p) % align != 0;
+  };
+  const std::size_t in = size_of(d.dtype), out = size_of(d.out_dtype);
+  if (misaligned(o.a, in) || misaligned(o.b, in))
+    return Status(StatusCode::kMisaligned,
+                  fmt::format("A and B must be aligned to their element size ({} bytes)", in));
+  if (misaligned(o.c, out) || (needs_bias && misaligned(o.bias, out)))
+    return Status(StatusCode::kMisaligned,
+                  fmt::format("C and bias must be aligned to their element size ({} bytes)", out));
+  return Status::ok();
+}
+
+std::string op_signature(const GemmDesc& d) {
+  const std::string ab = fmt::format("{}{}", static_cast<char>(std::toupper(to_char(d.transa))),
+                                     static_cast<char>(std::toupper(to_char(d.transb))));
+  if (d.op == GemmOp::kScaledGemm)
+    return fmt::format("{}_{}_{}_{}_{}", op_prefix(d.op), tunableop_name(d.dtype),
+                       tunableop_name(d.dtype), tunableop_name(d.out_dtype), ab);
+  return fmt::format("{}_{}_{}", op_prefix(d.op), tunableop_name(d.dtype), ab);
+}
+
+std::string params_signature(const GemmDesc& d) {
+  std::string s = fmt::format("{}{}_{}_{}_{}", to_char(d.transa), to_char(d.transb), d.m, d.n, d.k);
+  if (d.op == GemmOp::kGemmStridedBatched) s += fmt::format("_B_{}", d.batch);
+  s += fmt::format("_ld_{}_{}_{}", d.lda, d.ldb, d.ldc);
+  s += epilogue_suffix(d.epilogue);
+  return s;
+}
+
+Status parse_gemm_signature(const std::string& op_sig, const std::string& params_sig,
+                            GemmDesc* out) {
+  static const std::regex op_re(
+      "^(GemmTunableOp|GemmStridedBatchedTunableOp|GemmAndBiasTunableOp|ScaledGemmTunableOp)_"
+      "([A-Za-z0-9_]+?)_([NT])([NT])$");
+  static const std::regex ps_re(
+      "^([nt])([nt])_(\\d{1,10})_(\\d{1,10})_(\\d{1,10})(?:_B_(\\d{1,10}))?"
+      "(?:_ld_(\\d{1,10})_(\\d{1,10})_(\\d{1,10}))?(?:_ep_(bias|relu|gelu))?$");
+  std::smatch om, pm;
+  if (!std::regex_match(op_sig, om, op_re))
+    return Status(StatusCode::kParseError, fmt::format("'{}' is not a GEMM op signature", op_sig));
+  if (!std::regex_match(params_sig, pm, ps_re))
+    return Status(StatusCode::kParseError,
+                  fmt::format("'{}' is not a GEMM params signature", params_sig));
+  GemmDesc d;
+  const std::string prefix = om[1];
+  d.op = prefix == "GemmTunableOp"                 ? GemmOp::kGemm
+         : prefix == "GemmStridedBatchedTunableOp" ? GemmOp::kGemmStridedBatched
+         : prefix == "GemmAndBiasTunableOp"        ? GemmOp::kGemmAndBias
+                                                   : GemmOp::kScaledGemm;
+  const std::string types = om[2];
+  if (d.op == GemmOp::kScaledGemm) {
+    // "<A>_<B>_<C>", each a TunableOp type name that may itself contain '_'.
+    static const std::regex t3("^(Float8_e4m3fn|Float8_e5m2)_(Float8_e4m3fn|Float8_e5m2)_([A-Za-z0-9]+)$");
+    std::smatch tm;
+    if (!std::regex_match(types, tm, t3) || tm[1] != tm[2])
+      return Status(StatusCode::kParseError, fmt::format("bad ScaledGemm types in '{}'", op_sig));
+    d.dtype = *parse_data_type(tm[1].str());
+    auto o = parse_data_type(tm[3].str());
+    if (!o) return Status(StatusCode::kParseError, fmt::format("unknown output type in '{}'", op_sig));
+    d.out_dtype = *o;
+  } else {
+    auto t = parse_data_type(types);
+    if (!t) return Status(StatusCode::kParseError, fmt::format("unknown type '{}' in '{}'", types, op_sig));
+    d.dtype = *t;
+    d.out_dtype = *t == DataType::kTF32 ? DataType::kF32 : *t;
+  }
+  d.transa = *parse_transpose(pm[1].str()[0]);
+  d.transb = *parse_transpose(pm[2].str()[0]);
+  if (std::toupper(to_char(d.transa)) != om[3].str()[0] ||
+      std::toupper(to_char(d.transb)) != om[4].str()[0])
+    return Status(StatusCode::kParseError,
+                  fmt::format("transposes of '{}' and '{}' disagree", op_sig, params_sig));
+  d.m = std::stoll(pm[3]);
+  d.n = std::stoll(pm[4]);
+  d.k = std::stoll(pm[5]);
+  const bool has_batch = pm[6].matched;
+  if (has_batch != (d.op == GemmOp::kGemmStridedBatched))
+    return Status(StatusCode::kParseError,
+                  fmt::format("'{}': the _B_ batch field goes with GemmStridedBatched only", params_sig));
+  d.batch = has_batch ? std::stoll(pm[6]) : 1;
+  if (pm[7].matched) {
+    d.lda = std::stoll(pm[7]);
+    d.ldb = std::stoll(pm[8]);
+    d.ldc = std::stoll(pm[9]);
+  } else {  // pre-2.6 TunableOp files carry no leading dimensions: tight ones
+    d.lda = a_rows(d);
+    d.ldb = b_rows(d);
+    d.ldc = d.m;
+  }
+  if (d.op == GemmOp::kGemmStridedBatched) {
+    d.stride_a = span(d.lda, a_rows(d), a_cols(d));
+    d.stride_b = span(d.ldb, b_rows(d), b_cols(d));
+    d.stride_c = span(d.ldc, d.m, d.n);
+  }
+  if (pm[10].matched) {
+    const std::string e = pm[10];
+    d.epilogue = e == "bias" ? Epilogue::kBias : e == "relu" ? Epilogue::kBiasRelu : Epilogue::kBiasGelu;
+  }
+  Status st = validate(d);
+  if (!st.is_ok())
+    return Status(StatusCode::kParseError,
+                  fmt::format("'{},{}' describes an invalid problem: {}", op_sig, params_sig,
+                              st.message()));
+  *out = d;
+  return Status::ok();
+}
+
+ProblemKey gemm_key(const GemmArgs& a) {
+  const GemmDesc& d = a.desc;
+  return ProblemKey{static_cast<std::int64_t>(d.op), static_cast<std::int64_t>(d.dtype),
+                    static_cast<std::int64_t>(d.out_dtype), to_char(d.transa), to_char(d.transb),
+                    d.m, d.n, d.k, d.lda, d.ldb, d.ldc, d.batch, d.stride_a, d.stride_b,
+                    d.stride_c, static_cast<std::int64_t>(d.epilogue), 0, 0, 0, 0};
+}
+
+Tolerance gemm_tolerance(const GemmDesc& d) {
+  switch (d.dtype) {
+    case DataType::kF64: return {1e-10, 1e-10};
+    case DataType::kF32: return {1e-5, 1e-5};
+    case DataType::kTF32: return {5e-3, 5e-3};
+    case DataType::kF16: return {5e-3, 5e-3};
+    case DataType::kBF16: return {2e-2, 2e-2};
+    case DataType::kF8E4M3:
+    case DataType::kF8E5M2: return {3e-2, 3e-2};
+  }
+  return {1e-5, 1e-5};
+}
+
+}  // namespace tunable

@@ -1,0 +1,211 @@
+// TunableOp<Args>: lookup -> tune on a miss (if enabled) or Default -> dispatch.
+//
+// The hot path is a hash lookup on a fixed-size problem key under a shared lock; strings
+// (signatures) are only built on a miss.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tune/context_impl.hpp"
+#include "tune/solution.hpp"
+#include "tune/tuner.hpp"
+#include "tune/workload.hpp"
+
+namespace tunable {
+
+/// Everything that makes two problems of one op different, as integers.
+using ProblemKey = std::array<std::int64_t, 20>;
+
+struct ProblemKeyHash {
+  std::size_t operator()(const ProblemKey& k) const noexcept {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::int64_t v : k) h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
+    return static_cast<std::size_t>(h);
+  }
+};
+
+template <class Args>
+struct OpHooks {
+  std::string op_signature;
+  SolutionPtr<Args> default_solution;  ///< handles every valid problem; always candidate 0
+  std::vector<std::shared_ptr<const Provider<Args>>> providers;
+  std::function<ProblemKey(const Args&)> key;
+  std::function<std::string(const Args&)> params_signature;
+  /// Builds the tuning inputs (fresh random data, rotated copies) for a problem.
+  std::function<Status(const Args&, const Options&, std::unique_ptr<Workload<Args>>*)> make_workload;
+  /// True while `stream` is being captured into a CUDA graph (nothing may tune then).
+  std::function<bool(Stream)> capturing = [](Stream) { return false; };
+  /// Workspace for dispatching a solution on `stream`; ok with nullptr when bytes == 0.
+  std::function<Status(std::size_t, Stream, void**)> dispatch_workspace =
+      [](std::size_t bytes, Stream, void** p) {
+        *p = nullptr;
+        return bytes == 0 ? Status::ok()
+                          : Status(StatusCode::kNotSupported, "no dispatch workspace available");
+      };
+};
+
+template <class Args>
+class TunableOp final : public TunableOpBase {
+ public:
+  TunableOp(ContextImpl& ctx, OpHooks<Args> hooks) : ctx_(ctx), h_(std::move(hooks)) {}
+  const std::string& op_signature() const { return h_.op_signature; }
+
+  Status run(const Args& args, Stream stream) {
+    if (!ctx_.enabled()) {
+      ctx_.count_default();
+      return dispatch(*h_.default_solution, args, stream);
+    }
+    Choice c;
+    TUNABLE_RETURN_IF_ERROR(resolve(args, stream, /*force_tune=*/false, &c));
+    // A tuned solution may not take these particular pointers (alignment); Default always can.
+    if (c.from_result && (c.sol == h_.default_solution || c.sol->can_implement(args).is_ok())) {
+      ctx_.count_hit();
+      return dispatch(*c.sol, args, stream);
+    }
+    ctx_.count_default();
+    return dispatch(*h_.default_solution, args, stream);
+  }
+
+  /// Tunes args' problem unless a result exists (also when the context is disabled).
+  Status tune(const Args& args, std::string* chosen) {
+    Choice c;
+    TUNABLE_RETURN_IF_ERROR(resolve(args, nullptr, /*force_tune=*/true, &c));
+    if (chosen) *chosen = c.sol->name();
+    return Status::ok();
+  }
+
+  /// Candidates for `args`: Default first, then every provider's, names deduplicated.
+  Status candidates(const Args& args, std::vector<SolutionPtr<Args>>* out) const {
+    out->clear();
+    out->push_back(h_.default_solution);
+    for (const auto& p : h_.providers) {
+      std::vector<SolutionPtr<Args>> got;
+      Status st = p->enumerate(args, &got);
+      if (!st.is_ok()) {
+        ctx_.log().log(1, "{}provider {} enumerated nothing: {}", Logger::kBranch, p->name(),
+                       st.message());
+        continue;
+      }
+      for (auto& s : got) {
+        bool dup = false;
+        for (const auto& o : *out) dup |= o->name() == s->name();
+        if (!dup) out->push_back(std::move(s));
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  /// What a problem resolved to; from_result: a stored or freshly tuned result (not a miss).
+  struct Choice {
+    SolutionPtr<Args> sol;
+    bool from_result = false;
+  };
+
+  Status dispatch(const Solution<Args>& sol, const Args& args, Stream stream) {
+    const std::size_t bytes = sol.workspace_bytes(args);
+    void* ws = nullptr;
+    TUNABLE_RETURN_IF_ERROR(h_.dispatch_workspace(bytes, stream, &ws));
+    return sol.run(args, ws, bytes, stream);
+  }
+
+  SolutionPtr<Args> rebuild(const std::string& name, const Args& args) const {
+    if (name == h_.default_solution->name()) return h_.default_solution;
+    for (const auto& p : h_.providers) {
+      if (auto s = p->from_name(name, args)) return s;
+    }
+    return nullptr;
+  }
+
+  Status resolve(const Args& args, Stream stream, bool force_tune, Choice* out) {
+    const ProblemKey key = h_.key(args);
+    {
+      std::shared_lock<std::shared_mutex> lock(cache_mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) {
+        *out = it->second;
+        return Status::ok();
+      }
+    }
+    const std::string ps = h_.params_signature(args);
+    if (h_.capturing(stream)) {
+      // Inside stream capture nothing tunes, synchronizes or allocates: run Default, remember
+      // the problem as untuned, and do not cache so a later uncaptured call can tune it.
+      ctx_.log().log(1, "{}({}) missed during stream capture: Default, recorded as untuned",
+                     h_.op_signature, ps);
+      ctx_.record_untuned(h_.op_signature, ps);
+      *out = Choice{h_.default_solution, false};
+      return Status::ok();
+    }
+    std::lock_guard<std::mutex> tune_lock(tune_mu_);  // one tuning per op at a time
+    {
+      std::shared_lock<std::shared_mutex> lock(cache_mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) {
+        *out = it->second;
+        return Status::ok();
+      }
+    }
+    Choice chosen;
+    if (auto rec = ctx_.find(h_.op_signature, ps)) {
+      chosen.sol = rebuild(rec->solution, args);
+      Status why = chosen.sol ? chosen.sol->can_implement(args)
+                              : Status(StatusCode::kNotSupported, "unknown to this build");
+      if (!why.is_ok()) {
+        ctx_.log().warn(fmt::format("stored solution {} for {}({}) no longer applies ({}); using {}",
+                                    rec->solution, h_.op_signature, ps, why.message(),
+                                    h_.default_solution->name()));
+        ctx_.count_fallback();
+        chosen.sol = h_.default_solution;
+      } else {
+        ctx_.log().log(2, "{}({}) found {}", h_.op_signature, ps, rec->solution);
+        chosen.from_result = true;
+      }
+    } else if (ctx_.tuning() || force_tune) {
+      TUNABLE_RETURN_IF_ERROR(tune_now(args, ps, &chosen.sol));
+      chosen.from_result = true;
+    } else {
+      ctx_.log().log(2, "{}({}) missing, tuning off: Default", h_.op_signature, ps);
+      ctx_.record_untuned(h_.op_signature, ps);
+      chosen.sol = h_.default_solution;
+    }
+    {
+      std::unique_lock<std::shared_mutex> lock(cache_mu_);
+      cache_[key] = chosen;
+    }
+    *out = chosen;
+    return Status::ok();
+  }
+
+  Status tune_now(const Args& args, const std::string& ps, SolutionPtr<Args>* chosen) {
+    const Options opt = ctx_.options();
+    std::vector<SolutionPtr<Args>> cands;
+    TUNABLE_RETURN_IF_ERROR(candidates(args, &cands));
+    std::unique_ptr<Workload<Args>> wl;
+    TUNABLE_RETURN_IF_ERROR(h_.make_workload(args, opt, &wl));
+    TuneOutcome<Args> oc;
+    const std::string label = fmt::format("{}({})", h_.op_signature, ps);
+    TUNABLE_RETURN_IF_ERROR(tune_candidates(opt, ctx_.log(), label, cands, *wl, &oc,
+                                            ctx_.progress_callback()));
+    ctx_.count_tuned();
+    ctx_.add_result(ResultRecord{h_.op_signature, ps, oc.best->name(), oc.best_ms});
+    *chosen = oc.best;
+    return Status::ok();
+  }
+
+  ContextImpl& ctx_;
+  OpHooks<Args> h_;
+  std::shared_mutex cache_mu_;
+  std::unordered_map<ProblemKey, Choice, ProblemKeyHash> cache_;
+  std::mutex tune_mu_;
+};
+
+}  // namespace tunable

@@ -1,0 +1,226 @@
+// The tuning loop: numerics check, warmup, timing with early pruning, choice by median.
+//
+// Every phase respects the duration and iteration caps of Options; the pruning probes are part
+// of the timed phase, not extra runs. Each candidate ends with a disposition the verbose tree
+// reports.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/logger.hpp"
+#include "tune/solution.hpp"
+#include "tune/workload.hpp"
+#include "tunable/context.hpp"
+#include "tunable/options.hpp"
+
+namespace tunable {
+
+enum class Disposition { kPassed, kUnsupported, kIncorrect, kFailed, kSkippedSlow };
+const char* to_string(Disposition d) noexcept;
+
+struct CandidateOutcome {
+  std::string name;
+  Disposition disposition = Disposition::kFailed;
+  double median_ms = 0;  ///< passed / skipped-slow: median of the timed calls
+  int warmup_iters = 0;
+  int timed_iters = 0;
+  std::string detail;
+};
+
+template <class Args>
+struct TuneOutcome {
+  SolutionPtr<Args> best;
+  double best_ms = 0;
+  std::vector<CandidateOutcome> candidates;
+  double wall_ms = 0;  ///< whole tuning loop
+};
+
+/// Pruning thresholds: after the first probe a candidate slower than kSlowEarly x best is dropped,
+/// after the second probe one slower than kSlowLate x best.
+inline constexpr double kSlowEarly = 1.5;
+inline constexpr double kSlowLate = 1.15;
+inline constexpr int kFirstProbe = 3;
+
+/// Iterations allowed by a (duration, iteration) cap pair for calls of `est_ms` each. A cap of 0
+/// is no cap; with both 0 the result is `when_uncapped`.
+int iterations_for_caps(double max_ms, int max_iters, double est_ms, int when_uncapped);
+
+double median_of(std::vector<double> v);
+
+template <class Args>
+Status tune_candidates(const Options& opt, Logger& log, const std::string& label,
+                       const std::vector<SolutionPtr<Args>>& candidates, Workload<Args>& wl,
+                       TuneOutcome<Args>* out,
+                       const std::function<void(const TuneProgress&)>& progress = {}) {
+  using clock = std::chrono::steady_clock;
+  const auto t_begin = clock::now();
+  const std::string& B = Logger::kBranch;
+  Tolerance tol = wl.default_tolerance();
+  if (opt.atol >= 0) tol.atol = opt.atol;
+  if (opt.rtol >= 0) tol.rtol = opt.rtol;
+
+  log.log(1, "finding fastest for {} out of {} candidates ({} input copies of {:.1f} MiB)", label,
+          candidates.size(), wl.copies(), wl.bytes_per_copy() / 1048576.0);
+  std::size_t rot = 0;  // rotates through copies 1.. so consecutive calls read different inputs
+  auto next_copy = [&]() -> const Args& {
+    rot = (rot + 1) % wl.copies();
+    return wl.args(rot);
+  };
+  double best = INFINITY;
+  out->best = nullptr;
+
+  for (std::size_t id = 0; id < candidates.size(); ++id) {
+    const auto& sol = candidates[id];
+    CandidateOutcome oc;
+    oc.name = sol->name();
+    const std::string who = fmt::format("id={}, {} {}", id, label, oc.name);
+    auto finish = [&](Disposition d, std::string detail) {
+      oc.disposition = d;
+      oc.detail = std::move(detail);
+      out->candidates.push_back(oc);
+      if (progress) {
+        progress(TuneProgress{label, id + 1, candidates.size(),
+                              std::chrono::duration<double, std::milli>(clock::now() - t_begin).count()});
+      }
+    };
+
+    Status st = sol->can_implement(wl.args(0));
+    if (!st.is_ok()) {
+      log.log(2, "{}unsupported {}: {}", B, who, st.message());
+      finish(Disposition::kUnsupported, st.message());
+      continue;
+    }
+    void* ws = nullptr;
+    const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
+    st = wl.workspace(ws_bytes, &ws);
+    if (!st.is_ok()) {
+      log.log(2, "{}unsupported {}: workspace of {} bytes: {}", B, who, ws_bytes, st.message());
+      finish(Disposition::kUnsupported, st.message());
+      continue;
+    }
+    auto call = [&](const Args& a) { return sol->run(a, ws, ws_bytes, wl.stream()); };
+
+    // Numerics on copy 0 (poisoned or restored output) against the reference.
+    if (opt.numerical_check) {
+      st = wl.prepare_check();
+      if (st.is_ok()) st = call(wl.args(0));
+      if (st.is_ok()) st = wl.synchronize();
+      NumericsReport rep;
+      if (st.is_ok()) st = wl.check(tol, &rep);
+      if (!st.is_ok()) {
+        log.log(2, "{}failed {}: {}", B, who, st.to_string());
+        finish(Disposition::kFailed, st.to_string());
+        continue;
+      }
+      log.log(2, "{}verify numerics: {} atol={:g}, rtol={:g} (max abs err {:.3g}, worst/bound {:.3g}, "
+              "{} bad elements) {}", B, rep.passed ? "PASSED" : "FAILED", tol.atol, tol.rtol,
+              rep.max_abs_err, rep.max_rel_err, rep.bad_elements, oc.name);
+      if (!rep.passed) {
+        finish(Disposition::kIncorrect,
+               fmt::format("max abs err {:.3g}, {} bad elements ({} non-finite)", rep.max_abs_err,
+                           rep.bad_elements, rep.nonfinite));
+        continue;
+      }
+    }
+
+    // One call to estimate the time; it counts as the first warmup iteration.
+    std::vector<double> est_times;
+    st = wl.timer().time_calls(1, [&](int) { return call(next_copy()); }, &est_times);
+    if (!st.is_ok()) {
+      log.log(2, "{}failed {}: {}", B, who, st.to_string());
+      finish(Disposition::kFailed, st.to_string());
+      continue;
+    }
+    const double est = std::max(est_times[0], 1e-6);
+    const bool any_warmup = opt.max_warmup_duration_ms > 0 || opt.max_warmup_iterations > 0;
+    oc.warmup_iters = any_warmup ? iterations_for_caps(opt.max_warmup_duration_ms,
+                                                       opt.max_warmup_iterations, est, 1)
+                                 : 0;
+    std::vector<double> scratch;
+    if (oc.warmup_iters > 1) {
+      st = wl.timer().time_calls(oc.warmup_iters - 1, [&](int) { return call(next_copy()); },
+                                 &scratch);
+    }
+    const int n_total = std::max(1, iterations_for_caps(opt.max_tuning_duration_ms,
+                                                        opt.max_tuning_iterations, est, 100));
+
+    // Timed phase in up to three chunks; the first two are the pruning probes.
+    std::vector<double> times;
+    const int probe1 = std::min(kFirstProbe, n_total);
+    const int probe2 = std::min(n_total, std::max(probe1 + 1, n_total / 4));
+    const int bounds[3] = {probe1, probe2, n_total};
+    const double thresholds[3] = {kSlowEarly, kSlowLate, INFINITY};
+    double spent_ms = 0;
+    bool slow = false;
+    for (int c = 0; c < 3 && st.is_ok(); ++c) {
+      const int want = bounds[c] - static_cast<int>(times.size());
+      if (want <= 0) continue;
+      // The duration cap binds every chunk, also when the estimate was optimistic.
+      if (opt.max_tuning_duration_ms > 0 && !times.empty() && spent_ms >= opt.max_tuning_duration_ms)
+        break;
+      const std::size_t before = times.size();
+      st = wl.timer().time_calls(want, [&](int) { return call(next_copy()); }, &times);
+      for (std::size_t i = before; i < times.size(); ++i) spent_ms += times[i];
+      if (!st.is_ok()) break;
+      const double med = median_of(times);
+      log.log(3, "{}probe {}: {} iters, median {:.6g} ms (best {:.6g} ms) {}", B, c + 1,
+              times.size(), med, best, oc.name);
+      if (std::isfinite(best) && med > thresholds[c] * best && times.size() < (std::size_t)n_total) {
+        oc.median_ms = med;
+        oc.timed_iters = static_cast<int>(times.size());
+        slow = true;
+        break;
+      }
+    }
+    if (!st.is_ok()) {
+      log.log(2, "{}failed {}: {}", B, who, st.to_string());
+      finish(Disposition::kFailed, st.to_string());
+      continue;
+    }
+    if (slow) {
+      log.log(2, "{}skip slow instance {} ({:.6g} ms after {} iters > {}x best {:.6g} ms)", B, who,
+              oc.median_ms, oc.timed_iters, oc.timed_iters <= probe1 ? kSlowEarly : kSlowLate, best);
+      finish(Disposition::kSkippedSlow, "slower than the best");
+      continue;
+    }
+    oc.median_ms = median_of(times);
+    oc.timed_iters = static_cast<int>(times.size());
+    log.log(2, "{}tuning using warmup iters {} and tuning iters {} [{:.4g} ms], median {:.6g} ms "
+            "instance {}", B, oc.warmup_iters, oc.timed_iters, spent_ms, oc.median_ms, who);
+    if (oc.median_ms < best) {
+      best = oc.median_ms;
+      out->best = sol;
+      log.log(2, "{}found better instance id={}. {:.6g} ms. {}", B, id, best, oc.name);
+    }
+    finish(Disposition::kPassed, "");
+  }
+
+  out->best_ms = best;
+  out->wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t_begin).count();
+  if (!out->best) {
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("no candidate passed for {} ({} tried)", label, candidates.size()));
+  }
+  if (log.enabled(1)) {
+    std::vector<const CandidateOutcome*> passed;
+    for (const auto& c : out->candidates)
+      if (c.disposition == Disposition::kPassed) passed.push_back(&c);
+    std::sort(passed.begin(), passed.end(),
+              [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+    for (std::size_t i = 0; i < passed.size() && i < 5; ++i) {
+      log.log(1, "{}top{} {:.6g} ms {}", B, i + 1, passed[i]->median_ms, passed[i]->name);
+    }
+    log.log(1, "{}found fastest for {} {} ({:.6g} ms, tuning took {:.0f} ms)", Logger::kLast, label,
+            out->best->name(), best, out->wall_ms);
+  }
+  return Status::ok();
+}
+
+}  // namespace tunable

@@ -1,0 +1,78 @@
+// What the tuner needs from an op to tune one problem: private input copies holding fresh random
+// data (rotated so their total exceeds the last-level cache), a reference result, a numerics
+// check and a timer that measures back-to-back calls the same way for every candidate.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "tunable/status.hpp"
+#include "tunable/types.hpp"
+
+namespace tunable {
+
+struct Tolerance {
+  double atol = 0;  ///< in units of rms(reference)
+  double rtol = 0;
+};
+
+struct NumericsReport {
+  bool passed = false;
+  double max_abs_err = 0;   ///< max |x - ref|
+  double max_rel_err = 0;   ///< max |x - ref| / (atol*rms + rtol*|ref|): <= 1 passes
+  double ref_rms = 0;
+  std::size_t bad_elements = 0;  ///< elements over the bound (NaN/Inf included)
+  std::size_t nonfinite = 0;
+};
+
+/// Elementwise check shared by every workload: |x - ref| <= atol*rms(ref) + rtol*|ref|.
+/// `got` and `ref` are already converted to double.
+NumericsReport compare_outputs(const double* got, const double* ref, std::size_t n,
+                               const Tolerance& tol);
+
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  /// Calls fn(i) for i in [0, n) back to back and appends each call's time in ms to `times`.
+  virtual Status time_calls(int n, const std::function<Status(int)>& fn,
+                            std::vector<double>* times) = 0;
+};
+
+/// Host wall-clock timer for synchronous (CPU) solutions.
+class HostTimer final : public Timer {
+ public:
+  Status time_calls(int n, const std::function<Status(int)>& fn,
+                    std::vector<double>* times) override;
+};
+
+template <class Args>
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  /// Number of input copies; copy 0 is the one the numerics check uses.
+  virtual std::size_t copies() const = 0;
+  virtual std::size_t bytes_per_copy() const = 0;
+  virtual const Args& args(std::size_t copy) const = 0;
+  /// Puts copy 0's output in its pre-run state: poisoned (NaN) when the op does not read it,
+  /// otherwise restored to the initial random values.
+  virtual Status prepare_check() = 0;
+  /// Compares copy 0's output with the reference computed at construction.
+  virtual Status check(const Tolerance& tol, NumericsReport* report) = 0;
+  virtual Tolerance default_tolerance() const = 0;
+  /// A workspace of at least `bytes` (grown on demand); kNotSupported if it cannot be had.
+  virtual Status workspace(std::size_t bytes, void** ptr) = 0;
+  virtual Timer& timer() = 0;
+  /// The stream candidates run on while tuning (nullptr on the CPU).
+  virtual Stream stream() const { return nullptr; }
+  /// Waits for all work the workload's stream holds (no-op on the CPU).
+  virtual Status synchronize() { return Status::ok(); }
+};
+
+/// Number of input copies so that their total is at least `target_bytes` (>= 1, <= max_copies).
+std::size_t rotating_copies(std::size_t bytes_per_copy, std::size_t target_bytes,
+                            std::size_t max_copies);
+
+}  // namespace tunable

@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include "gemm/gemm_args.hpp"
+
+namespace tunable {
+namespace {
+
+TEST(GemmSignature, MatchesTunableOpSpelling) {
+  GemmDesc d = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 4096, 1, 4096);
+  d.ldc = 4096;
+  EXPECT_EQ(op_signature(d), "GemmTunableOp_BFloat16_TN");
+  EXPECT_EQ(params_signature(d), "tn_4096_1_4096_ld_4096_4096_4096");
+  GemmDesc f = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kN, 1024, 512, 2048);
+  EXPECT_EQ(op_signature(f), "GemmTunableOp_float_NN");
+  EXPECT_EQ(params_signature(f), "nn_1024_512_2048_ld_1024_2048_1024");
+  GemmDesc t = GemmDesc::make(DataType::kTF32, Transpose::kN, Transpose::kT, 8, 8, 8);
+  EXPECT_EQ(op_signature(t), "GemmTunableOp_tf32_NT");
+  EXPECT_EQ(t.out_dtype, DataType::kF32);
+}
+
+GemmDesc variant(int i) {
+  GemmDesc d = GemmDesc::make(i % 2 ? DataType::kF16 : DataType::kF64,
+                              i % 3 ? Transpose::kT : Transpose::kN,
+                              i % 5 ? Transpose::kN : Transpose::kT, 33 + i, 7 + 3 * i, 129 + i);
+  d.lda += i;
+  d.ldc += 2 * i;
+  switch (i % 4) {
+    case 1:
+      d.op = GemmOp::kGemmStridedBatched;
+      d.batch = 3 + i;
+      d.stride_a = span(d.lda, a_rows(d), a_cols(d));
+      d.stride_b = span(d.ldb, b_rows(d), b_cols(d));
+      d.stride_c = span(d.ldc, d.m, d.n);
+      break;
+    case 2:
+      d.op = GemmOp::kGemmAndBias;
+      d.epilogue = i % 3 == 0 ? Epilogue::kBiasGelu : Epilogue::kBiasRelu;
+      break;
+    case 3:
+      d.op = GemmOp::kScaledGemm;
+      d.dtype = i % 2 ? DataType::kF8E4M3 : DataType::kF8E5M2;
+      d.out_dtype = DataType::kBF16;
+      d.epilogue = i % 3 ? Epilogue::kBias : Epilogue::kNone;
+      break;
+  }
+  return d;
+}
+
+TEST(GemmSignature, RoundTripsEveryOp) {
+  for (int i = 0; i < 24; ++i) {
+    GemmDesc d = variant(i);
+    ASSERT_TRUE(validate(d).is_ok()) << i << " " << validate(d).to_string();
+    GemmDesc back;
+    Status st = parse_gemm_signature(op_signature(d), params_signature(d), &back);
+    ASSERT_TRUE(st.is_ok()) << st.to_string() << " for " << op_signature(d) << " "
+                            << params_signature(d);
+    EXPECT_EQ(op_signature(back), op_signature(d));
+    EXPECT_EQ(params_signature(back), params_signature(d));
+    EXPECT_EQ(gemm_key({back, {}}), gemm_key({d, {}})) << i;
+  }
+}
+
+TEST(GemmSignature, ParsesOldSignatureWithoutLd) {
+  GemmDesc d;
+  ASSERT_TRUE(parse_gemm_signature("GemmTunableOp_float_NN", "nn_1024_512_2048", &d).is_ok());
+  EXPECT_EQ(d.lda, 1024);
+  EXPECT_EQ(d.ldb, 2048);
+  EXPECT_EQ(d.ldc, 1024);
+}
+
+TEST(GemmSignature, RejectsBadSignatures) {
+  GemmDesc d;
+  const char* bad_ops[] = {"", "Gemm_float_NN", "GemmTunableOp_float_NX", "GemmTunableOp_quux_NN",
+                           "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_BFloat16_TN"};
+  for (const char* op : bad_ops)
+    EXPECT_EQ(parse_gemm_signature(op, "nn_1_1_1_ld_1_1_1", &d).code(), StatusCode::kParseError) << op;
+  const char* bad_params[] = {"", "nn_1_1", "nn_1_1_1_ld_1_1", "tn_1_1_1_ld_1_1_1",
+                              "nn_0_1_1_ld_1_1_1", "nn_1_1_1_ld_0_1_1", "nn_99999999999_1_1",
+                              "nn_1_1_1_B_2_ld_1_1_1", "nn_-1_1_1"};
+  for (const char* ps : bad_params)
+    EXPECT_EQ(parse_gemm_signature("GemmTunableOp_float_NN", ps, &d).code(), StatusCode::kParseError)
+        << ps;
+}
+
+TEST(GemmValidate, NamesTheProblem) {
+  auto msg = [](GemmDesc d) { return validate(d).message(); };
+  GemmDesc d = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kN, 4, 4, 4);
+  EXPECT_TRUE(validate(d).is_ok());
+  GemmDesc x = d;
+  x.m = 0;
+  EXPECT_NE(msg(x).find("m must be positive"), std::string::npos);
+  x = d;
+  x.lda = 3;
+  EXPECT_NE(msg(x).find("lda"), std::string::npos);
+  x = d;
+  x.ldc = 2;
+  EXPECT_NE(msg(x).find("ldc"), std::string::npos);
+  x = d;
+  x.dtype = DataType::kF8E4M3;
+  EXPECT_EQ(validate(x).code(), StatusCode::kNotSupported);
+  x = d;
+  x.out_dtype = DataType::kBF16;
+  EXPECT_EQ(validate(x).code(), StatusCode::kNotSupported);
+  x = d;
+  x.op = GemmOp::kGemmAndBias;
+  EXPECT_NE(msg(x).find("epilogue"), std::string::npos);
+  x = d;
+  x.op = GemmOp::kGemmStridedBatched;
+  x.batch = 2;
+  x.stride_c = 1;
+  EXPECT_NE(msg(x).find("stride_c"), std::string::npos);
+  x = d;
+  x.alpha = NAN;
+  EXPECT_NE(msg(x).find("finite"), std::string::npos);
+  GemmOperands ops{nullptr, nullptr, nullptr};
+  EXPECT_NE(validate(d, ops).message().find("A is null"), std::string::npos);
+  alignas(8) float buf[64];
+  GemmOperands mis{reinterpret_cast<char*>(buf) + 1, buf, buf};
+  EXPECT_EQ(validate(d, mis).code(), StatusCode::kMisaligned);
+}
+
+}  // namespace
+}  // namespace tunable

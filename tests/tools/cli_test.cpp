@@ -1,0 +1,93 @@
+// The `tunable` CLI driven as a user would: exit codes and what it prints.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "test_util.hpp"
+#include "tune/results_file.hpp"
+
+namespace tunable {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+CliRun run_cli(const std::string& args) {
+  // CUDA_VISIBLE_DEVICES="" keeps "auto" on the CPU even on a GPU machine.
+  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + TUNABLE_CLI_PATH + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(Cli, TuneShowTuneFile) {
+  test::TempDir dir;
+  const std::string file = dir.file("r.csv");
+  CliRun t = run_cli("tune --device cpu --m 64 --n 48 --k 40 --dtype fp32 --trans nt --seconds 0.05 "
+                  "--verbose 0 --file " + file);
+  ASSERT_EQ(t.code, 0) << t.out;
+  for (const char* s : {"untuned :", "tuned   :", "reloaded:", "tuned 0 problems", "iter/s"})
+    EXPECT_NE(t.out.find(s), std::string::npos) << s << " missing in\n" << t.out;
+
+  CliRun s = run_cli("show " + dir.file("r_cpu.csv"));
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("GemmTunableOp_float_NT"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("nt_64_48_40_ld_64_48_64"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("OPENBLAS_VERSION"), std::string::npos) << s.out;
+
+  test::write_text(dir.file("untuned.csv"),
+                   "GemmTunableOp_double_TT,tt_33_17_9_ld_9_17_33\nnot a signature\n"
+                   "GemmTunableOp_float_NN,nn_8_8_8_ld_8_8_8\n");
+  CliRun f = run_cli("tune-file " + dir.file("untuned.csv") + " --device cpu --file " + file);
+  EXPECT_EQ(f.code, 3) << f.out;  // one bad line: reported, the rest tuned
+  EXPECT_NE(f.out.find("untuned.csv:2:"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("tuned 2 of 2 problems"), std::string::npos) << f.out;
+  EXPECT_EQ(parse_results(test::slurp(dir.file("r_cpu.csv"))).records.size(), 3u);
+}
+
+TEST(Cli, ShowReadsPyTorchTunableOpFile) {
+  CliRun s = run_cli(std::string("show ") + TUNABLE_TEST_DATA_DIR + "/pytorch-tunableop-results.csv");
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("PT_VERSION"), std::string::npos);
+  EXPECT_NE(s.out.find("GemmTunableOp_BFloat16_TN"), std::string::npos);
+}
+
+TEST(Cli, ShowReportsCorruptLines) {
+  test::TempDir dir;
+  test::write_text(dir.file("bad.csv"), "Validator,A,1\nop,p,s,1\nop,p\nop,p,s,zzz\n");
+  CliRun s = run_cli("show " + dir.file("bad.csv"));
+  EXPECT_EQ(s.code, 3);
+  EXPECT_NE(s.out.find("bad.csv:3:"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("bad.csv:4:"), std::string::npos) << s.out;
+}
+
+TEST(Cli, ClearErrors) {
+  CliRun r = run_cli("tune --device cpu --dtype int7");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("unknown --dtype 'int7'"), std::string::npos) << r.out;
+  r = run_cli("tune --device cpu --m -4");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("m must be positive"), std::string::npos) << r.out;
+  r = run_cli("tune --device cuda");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("no CUDA device"), std::string::npos) << r.out;
+  r = run_cli("show /nonexistent/file.csv");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  r = run_cli("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("tune-file"), std::string::npos);
+  r = run_cli("tune --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--trans"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tunable

@@ -1,0 +1,371 @@
+// The tuning loop on fake candidates whose run time is simulated, so pruning, caps and the
+// median choice are checked exactly rather than against a noisy clock.
+#include "tune/tuner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "test_util.hpp"
+#include "tune/tunable_op.hpp"
+
+namespace tunable {
+namespace {
+
+struct FakeArgs {
+  double* out = nullptr;
+  int size = 1;  // problem "size"; part of the key
+};
+
+struct Clock {
+  double last_ms = 0;
+  std::map<std::string, int> calls;
+};
+
+class FakeSolution final : public Solution<FakeArgs> {
+ public:
+  FakeSolution(Clock& clock, std::string name, double value, std::vector<double> times,
+               bool supported = true)
+      : clock_(clock), name_(std::move(name)), value_(value), times_(std::move(times)),
+        supported_(supported) {}
+  const std::string& name() const override { return name_; }
+  Status can_implement(const FakeArgs&) const override {
+    return supported_ ? Status::ok() : Status(StatusCode::kNotSupported, "fake says no");
+  }
+  Status run(const FakeArgs& a, void*, std::size_t, Stream) const override {
+    *a.out = value_;
+    int n = clock_.calls[name_]++;
+    clock_.last_ms = times_[n % times_.size()];
+    return Status::ok();
+  }
+
+ private:
+  Clock& clock_;
+  std::string name_;
+  double value_;
+  std::vector<double> times_;
+  bool supported_;
+};
+
+class FakeTimer final : public Timer {
+ public:
+  explicit FakeTimer(Clock& c) : clock_(c) {}
+  Status time_calls(int n, const std::function<Status(int)>& fn, std::vector<double>* t) override {
+    for (int i = 0; i < n; ++i) {
+      TUNABLE_RETURN_IF_ERROR(fn(i));
+      t->push_back(clock_.last_ms);
+    }
+    return Status::ok();
+  }
+
+ private:
+  Clock& clock_;
+};
+
+class FakeWorkload final : public Workload<FakeArgs> {
+ public:
+  explicit FakeWorkload(Clock& c) : timer_(c) {
+    for (int i = 0; i < 3; ++i) args_[i].out = &out_[i];
+  }
+  std::size_t copies() const override { return 3; }
+  std::size_t bytes_per_copy() const override { return 8; }
+  const FakeArgs& args(std::size_t i) const override { return args_[i]; }
+  Status prepare_check() override {
+    out_[0] = std::nan("");
+    return Status::ok();
+  }
+  Status check(const Tolerance& tol, NumericsReport* rep) override {
+    const double ref = 1.0;
+    *rep = compare_outputs(&out_[0], &ref, 1, tol);
+    return Status::ok();
+  }
+  Tolerance default_tolerance() const override { return {1e-6, 1e-6}; }
+  Status workspace(std::size_t, void** p) override {
+    *p = nullptr;
+    return Status::ok();
+  }
+  Timer& timer() override { return timer_; }
+
+ private:
+  double out_[3] = {};
+  FakeArgs args_[3];
+  FakeTimer timer_;
+};
+
+struct Fixture : ::testing::Test {
+  Clock clock;
+  Logger log;
+  Options opt;
+  std::vector<SolutionPtr<FakeArgs>> cands;
+  void add(const std::string& name, double value, std::vector<double> times, bool ok = true) {
+    cands.push_back(std::make_shared<FakeSolution>(clock, name, value, std::move(times), ok));
+  }
+  TuneOutcome<FakeArgs> tune(Status* st = nullptr) {
+    FakeWorkload wl(clock);
+    TuneOutcome<FakeArgs> out;
+    Status s = tune_candidates(opt, log, "Fake(p)", cands, wl, &out);
+    if (st) *st = s;
+    else EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return out;
+  }
+  const CandidateOutcome& outcome(const TuneOutcome<FakeArgs>& o, const std::string& name) {
+    for (const auto& c : o.candidates)
+      if (c.name == name) return c;
+    throw std::runtime_error("no outcome for " + name);
+  }
+};
+
+TEST_F(Fixture, NumericsCheckRejectsWrongCandidate) {
+  add("Default", 1.0, {1.0});
+  add("fast_but_wrong", 1.01, {0.1});
+  add("fast_nan", std::nan(""), {0.05});
+  add("fast_inf", INFINITY, {0.05});
+  add("right", 1.0, {0.5});
+  auto o = tune();
+  EXPECT_EQ(o.best->name(), "right");
+  EXPECT_EQ(outcome(o, "fast_but_wrong").disposition, Disposition::kIncorrect);
+  EXPECT_EQ(outcome(o, "fast_nan").disposition, Disposition::kIncorrect);
+  EXPECT_EQ(outcome(o, "fast_inf").disposition, Disposition::kIncorrect);
+}
+
+TEST_F(Fixture, NumericsCheckOffTrustsCandidates) {
+  opt.numerical_check = false;
+  add("Default", 1.0, {1.0});
+  add("fast_but_wrong", 1.01, {0.1});
+  EXPECT_EQ(tune().best->name(), "fast_but_wrong");
+}
+
+TEST_F(Fixture, ToleranceOverrideApplies) {
+  opt.atol = 0;
+  opt.rtol = 0.05;  // 1.01 is within 5%
+  add("Default", 1.0, {1.0});
+  add("close", 1.01, {0.1});
+  EXPECT_EQ(tune().best->name(), "close");
+}
+
+TEST_F(Fixture, UnsupportedCandidatesAreSkipped) {
+  add("Default", 1.0, {1.0});
+  add("nope", 1.0, {0.01}, /*ok=*/false);
+  auto o = tune();
+  EXPECT_EQ(o.best->name(), "Default");
+  EXPECT_EQ(outcome(o, "nope").disposition, Disposition::kUnsupported);
+  EXPECT_EQ(clock.calls["nope"], 0);
+}
+
+TEST_F(Fixture, PruningEarlyAndLate) {
+  opt.max_tuning_duration_ms = 0;
+  opt.max_tuning_iterations = 40;
+  add("Default", 1.0, {1.0});
+  add("twice_as_slow", 1.0, {2.0});   // > 1.5x: dropped after the first probe (3 iterations)
+  add("a_bit_slow", 1.0, {1.3});      // < 1.5x but > 1.15x: dropped after the second probe
+  add("close", 1.0, {1.1});           // within 1.15x: timed in full
+  auto o = tune();
+  EXPECT_EQ(o.best->name(), "Default");
+  EXPECT_EQ(outcome(o, "twice_as_slow").disposition, Disposition::kSkippedSlow);
+  EXPECT_EQ(outcome(o, "twice_as_slow").timed_iters, kFirstProbe);
+  EXPECT_EQ(outcome(o, "a_bit_slow").disposition, Disposition::kSkippedSlow);
+  EXPECT_EQ(outcome(o, "a_bit_slow").timed_iters, 10);  // 40 / 4
+  EXPECT_EQ(outcome(o, "close").disposition, Disposition::kPassed);
+  EXPECT_EQ(outcome(o, "close").timed_iters, 40);
+}
+
+TEST_F(Fixture, IterationCapRespectedIncludingProbes) {
+  opt.max_tuning_duration_ms = 0;
+  opt.max_tuning_iterations = 7;
+  opt.max_warmup_duration_ms = 0;
+  opt.max_warmup_iterations = 4;
+  add("Default", 1.0, {1.0});
+  add("other", 1.0, {0.9});
+  auto o = tune();
+  for (const char* n : {"Default", "other"}) {
+    EXPECT_EQ(outcome(o, n).timed_iters, 7) << n;
+    EXPECT_EQ(outcome(o, n).warmup_iters, 4) << n;
+    // check run + warmup (the estimate call is the first warmup iteration) + timed
+    EXPECT_EQ(clock.calls[n], 1 + 4 + 7) << n;
+  }
+}
+
+TEST_F(Fixture, DurationCapBindsAndAtLeastOneIteration) {
+  opt.max_tuning_iterations = 0;
+  opt.max_tuning_duration_ms = 10;
+  opt.max_warmup_duration_ms = 0;
+  opt.max_warmup_iterations = 0;
+  add("Default", 1.0, {1.0});   // 10 ms / 1 ms = 10 iterations
+  add("huge", 1.0, {50.0});     // 50 ms > cap: still timed once... then pruned? no best is faster
+  auto o = tune();
+  EXPECT_EQ(outcome(o, "Default").timed_iters, 10);
+  EXPECT_EQ(outcome(o, "Default").warmup_iters, 0);
+  EXPECT_EQ(outcome(o, "huge").timed_iters, 1);
+  EXPECT_EQ(clock.calls["Default"], 1 + 1 + 10);  // check + estimate + timed
+}
+
+TEST_F(Fixture, DurationCapStopsWhenEstimateWasOptimistic) {
+  opt.max_tuning_iterations = 100;
+  opt.max_tuning_duration_ms = 10;
+  opt.max_warmup_iterations = 0;
+  opt.max_warmup_duration_ms = 0;
+  // The estimate call (2nd run) says 0.1 ms, then every call takes 5 ms.
+  std::vector<double> times(200, 5.0);
+  times[0] = 1.0;
+  times[1] = 0.1;
+  add("Default", 1.0, times);
+  auto o = tune();
+  // 100 planned; probes of 3 then 25 - the cap is hit after the first probe (15 ms).
+  EXPECT_EQ(outcome(o, "Default").timed_iters, 3);
+}
+
+TEST_F(Fixture, ChoosesByMedianNotMean) {
+  opt.max_tuning_iterations = 9;
+  opt.max_tuning_duration_ms = 0;
+  add("Default", 1.0, {1.0});
+  // Median 0.5 but mean > 1 because of rare huge outliers.
+  add("spiky", 1.0, {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 20.0});
+  auto o = tune();
+  EXPECT_EQ(o.best->name(), "spiky");
+  EXPECT_DOUBLE_EQ(outcome(o, "spiky").median_ms, 0.5);
+}
+
+TEST_F(Fixture, NoCandidatePassing) {
+  add("Default", 3.0, {1.0});
+  Status st;
+  auto o = tune(&st);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_EQ(o.best, nullptr);
+}
+
+TEST(Caps, IterationsForCaps) {
+  EXPECT_EQ(iterations_for_caps(30, 100, 1.0, 5), 30);
+  EXPECT_EQ(iterations_for_caps(30, 10, 1.0, 5), 10);
+  EXPECT_EQ(iterations_for_caps(0, 10, 1.0, 5), 10);
+  EXPECT_EQ(iterations_for_caps(30, 0, 1.0, 5), 30);
+  EXPECT_EQ(iterations_for_caps(0, 0, 1.0, 5), 5);
+  EXPECT_EQ(iterations_for_caps(0.5, 100, 1.0, 5), 1);  // at least one
+}
+
+TEST(Numerics, CompareOutputs) {
+  const double ref[4] = {1, -2, 3, 0};
+  const double ok[4] = {1.0000001, -2, 3, 0};
+  EXPECT_TRUE(compare_outputs(ok, ref, 4, {1e-5, 1e-5}).passed);
+  const double bad[4] = {1, -2, 3.1, 0};
+  auto r = compare_outputs(bad, ref, 4, {1e-5, 1e-5});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.bad_elements, 1u);
+  const double nan[4] = {1, -2, std::nan(""), 0};
+  EXPECT_EQ(compare_outputs(nan, ref, 4, {1, 1}).nonfinite, 1u);
+  EXPECT_FALSE(compare_outputs(nan, ref, 4, {1e9, 1e9}).passed);
+}
+
+// TunableOp end to end on fakes: lookup, tune on a miss, persisted result reused by a second
+// context, unknown stored names fall back to Default.
+struct OpFixture : ::testing::Test {
+  Clock clock;
+  test::TempDir dir;
+  OpHooks<FakeArgs> hooks() {
+    OpHooks<FakeArgs> h;
+    h.op_signature = "FakeTunableOp_float";
+    auto def = std::make_shared<FakeSolution>(clock, "Default", 1.0, std::vector<double>{1.0});
+    h.default_solution = def;
+    struct P final : Provider<FakeArgs> {
+      Clock* c;
+      std::string name() const override { return "fakes"; }
+      Status enumerate(const FakeArgs&, std::vector<SolutionPtr<FakeArgs>>* out) const override {
+        out->push_back(make("fast"));
+        out->push_back(make("wrong"));
+        return Status::ok();
+      }
+      SolutionPtr<FakeArgs> from_name(const std::string& n, const FakeArgs&) const override {
+        return n == "fast" || n == "wrong" ? make(n) : nullptr;
+      }
+      SolutionPtr<FakeArgs> make(const std::string& n) const {
+        return std::make_shared<FakeSolution>(*c, n, n == "wrong" ? 7.0 : 1.0,
+                                              std::vector<double>{n == "wrong" ? 0.01 : 0.5});
+      }
+    };
+    auto p = std::make_shared<P>();
+    p->c = &clock;
+    h.providers = {p};
+    h.key = [](const FakeArgs& a) { return ProblemKey{a.size}; };
+    h.params_signature = [](const FakeArgs& a) { return "size_" + std::to_string(a.size); };
+    h.make_workload = [this](const FakeArgs&, const Options&,
+                             std::unique_ptr<Workload<FakeArgs>>* w) {
+      *w = std::make_unique<FakeWorkload>(clock);
+      return Status::ok();
+    };
+    return h;
+  }
+  Options opts() {
+    Options o;
+    o.enabled = true;
+    o.filename = dir.file("fake.csv");
+    return o;
+  }
+};
+
+TEST_F(OpFixture, TunesOnceThenReusesAcrossContexts) {
+  double out = 0;
+  {
+    ContextImpl ctx(Device::cpu(), opts(), {{"V", "1"}});
+    TunableOp<FakeArgs> op(ctx, hooks());
+    ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());
+    ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());
+    EXPECT_EQ(ctx.stats().tuned, 1u);
+    EXPECT_EQ(ctx.stats().hits, 2u);
+    auto r = ctx.find("FakeTunableOp_float", "size_4");
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->solution, "fast");  // "wrong" was faster but failed the check
+  }
+  Options o = opts();
+  o.tuning = false;
+  ContextImpl ctx2(Device::cpu(), o, {{"V", "1"}});
+  TunableOp<FakeArgs> op2(ctx2, hooks());
+  clock.calls.clear();
+  ASSERT_TRUE(op2.run(FakeArgs{&out, 4}, nullptr).is_ok());
+  EXPECT_EQ(ctx2.stats().tuned, 0u);
+  EXPECT_EQ(clock.calls["fast"], 1);
+  // A miss with tuning off runs Default and is not tuned.
+  ASSERT_TRUE(op2.run(FakeArgs{&out, 5}, nullptr).is_ok());
+  EXPECT_EQ(clock.calls["Default"], 1);
+  EXPECT_EQ(ctx2.stats().tuned, 0u);
+}
+
+TEST_F(OpFixture, UnknownStoredSolutionFallsBackToDefault) {
+  test::write_text(dir.file("fake_cpu.csv"), "Validator,V,1\nFakeTunableOp_float,size_4,gone_kernel,0.1\n");
+  ContextImpl ctx(Device::cpu(), opts(), {{"V", "1"}});
+  TunableOp<FakeArgs> op(ctx, hooks());
+  double out = 0;
+  ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());
+  EXPECT_EQ(ctx.stats().fallbacks, 1u);
+  EXPECT_EQ(clock.calls["Default"], 1);
+  EXPECT_EQ(ctx.stats().tuned, 0u);
+}
+
+TEST_F(OpFixture, DisabledRunsDefaultWithoutLookup) {
+  Options o = opts();
+  o.enabled = false;
+  ContextImpl ctx(Device::cpu(), o, {{"V", "1"}});
+  TunableOp<FakeArgs> op(ctx, hooks());
+  double out = 0;
+  ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());
+  EXPECT_EQ(clock.calls["Default"], 1);
+  EXPECT_EQ(ctx.stats().defaults, 1u);
+  EXPECT_EQ(ctx.results().size(), 0u);
+}
+
+TEST_F(OpFixture, CaptureMissRunsDefaultAndRecordsUntuned) {
+  Options o = opts();
+  o.record_untuned = true;
+  o.untuned_filename = dir.file("untuned.csv");
+  ContextImpl ctx(Device::cpu(), o, {{"V", "1"}});
+  auto h = hooks();
+  h.capturing = [](Stream) { return true; };
+  TunableOp<FakeArgs> op(ctx, h);
+  double out = 0;
+  ASSERT_TRUE(op.run(FakeArgs{&out, 9}, nullptr).is_ok());
+  EXPECT_EQ(ctx.stats().tuned, 0u);
+  EXPECT_EQ(clock.calls["Default"], 1);
+  EXPECT_EQ(test::slurp(dir.file("untuned_cpu.csv")), "FakeTunableOp_float,size_9\n");
+}
+
+}  // namespace
+}  // namespace tunable

@@ -1,0 +1,248 @@
+#include "cli/commands.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tunable/context.hpp"
+#include "tunable/gemm.hpp"
+#include "tune/results_file.hpp"
+
+namespace tunable::cli {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+Device pick_device(const std::string& d) {
+  int count = 0;
+  const bool has_gpu = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  if (d == "cpu") return Device::cpu();
+  if (d == "cuda") {
+    if (!has_gpu) throw Error(StatusCode::kNoDevice, "--device cuda given but no CUDA device is visible");
+    return Device::cuda(0);
+  }
+  if (d == "auto") return has_gpu ? Device::cuda(0) : Device::cpu();
+  throw Error(StatusCode::kInvalidArgument, fmt::format("--device must be cpu, cuda or auto (got '{}')", d));
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw Error(StatusCode::kCudaError, fmt::format("{}: {}", what, cudaGetErrorString(e)));
+}
+
+// Host or device memory holding random values of one dtype.
+class Buffer {
+ public:
+  Buffer(Device dev, DataType t, std::size_t n, std::mt19937& rng) : dev_(dev) {
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    const std::size_t es = size_of(t);
+    std::vector<unsigned char> host(n * es);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = u(rng);
+      switch (t) {
+        case DataType::kF64: reinterpret_cast<double*>(host.data())[i] = v; break;
+        case DataType::kF32:
+        case DataType::kTF32: reinterpret_cast<float*>(host.data())[i] = v; break;
+        case DataType::kF16: reinterpret_cast<__half*>(host.data())[i] = __float2half(v); break;
+        case DataType::kBF16: reinterpret_cast<__nv_bfloat16*>(host.data())[i] = __float2bfloat16(v); break;
+        default: throw Error(StatusCode::kNotSupported, "the tune command does not take fp8 inputs");
+      }
+    }
+    if (dev.kind == DeviceKind::kCpu) {
+      host_ = std::move(host);
+      ptr_ = host_.data();
+    } else {
+      check_cuda(cudaMalloc(&ptr_, host.size()), "cudaMalloc");
+      check_cuda(cudaMemcpy(ptr_, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+  }
+  ~Buffer() {
+    if (dev_.kind == DeviceKind::kCuda && ptr_) cudaFree(ptr_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  Device dev_;
+  std::vector<unsigned char> host_;
+  void* ptr_ = nullptr;
+};
+
+void sync(Device dev) {
+  if (dev.kind == DeviceKind::kCuda) check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+struct PhaseResult {
+  double first_call_s = 0;  ///< the first call (tuning happens there)
+  int iters = 0;
+  double seconds = 0;
+};
+
+PhaseResult measure(Context& ctx, const GemmDesc& d, const GemmOperands& ops, double seconds) {
+  PhaseResult r;
+  auto t0 = clock_type::now();
+  throw_if_error(gemm(ctx, d, ops));
+  sync(ctx.device());
+  r.first_call_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  // Size the loop from a short probe so each phase takes about `seconds`.
+  auto p0 = clock_type::now();
+  for (int i = 0; i < 3; ++i) throw_if_error(gemm(ctx, d, ops));
+  sync(ctx.device());
+  const double per = std::chrono::duration<double>(clock_type::now() - p0).count() / 3;
+  r.iters = std::max(1, static_cast<int>(seconds / std::max(per, 1e-7)));
+  auto t1 = clock_type::now();
+  for (int i = 0; i < r.iters; ++i) throw_if_error(gemm(ctx, d, ops));
+  sync(ctx.device());
+  r.seconds = std::chrono::duration<double>(clock_type::now() - t1).count();
+  return r;
+}
+
+void install_progress(Context& ctx) {
+  if (!isatty(fileno(stderr))) return;
+  ctx.set_progress_callback([](const TuneProgress& p) {
+    const double eta = p.done ? p.elapsed_ms / p.done * (p.total - p.done) / 1000 : 0;
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s  %.1fs elapsed, ETA %.1fs", p.done, p.total,
+                 p.problem.c_str(), p.elapsed_ms / 1000, eta);
+    if (p.done == p.total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  });
+}
+
+}  // namespace
+
+int run_tune(const TuneArgs& a) {
+  const Device dev = pick_device(a.device);
+  auto dt = parse_data_type(a.dtype);
+  if (!dt) throw Error(StatusCode::kInvalidArgument, fmt::format("unknown --dtype '{}'", a.dtype));
+  if (a.trans.size() != 2 || !parse_transpose(a.trans[0]) || !parse_transpose(a.trans[1]))
+    throw Error(StatusCode::kInvalidArgument, fmt::format("--trans must be nn, nt, tn or tt (got '{}')", a.trans));
+  GemmDesc d = GemmDesc::make(*dt, *parse_transpose(a.trans[0]), *parse_transpose(a.trans[1]),
+                              a.m, a.n, a.k);
+  throw_if_error(validate(d));
+  std::mt19937 rng(12345);
+  Buffer A(dev, d.dtype, static_cast<std::size_t>(d.lda * (d.transa == Transpose::kN ? d.k : d.m)), rng);
+  Buffer B(dev, d.dtype, static_cast<std::size_t>(d.ldb * (d.transb == Transpose::kN ? d.n : d.k)), rng);
+  Buffer C(dev, d.out_dtype, static_cast<std::size_t>(d.ldc * d.n), rng);
+  GemmOperands ops{A.get(), B.get(), C.get()};
+
+  Options base;  // the demo states its options explicitly; the environment is not consulted
+  base.filename = a.file;
+  base.verbose = a.verbose;
+  fmt::print("GEMM {} {} m={} n={} k={} on {}\n", op_signature(d), params_signature(d), d.m, d.n,
+             d.k, dev.to_string());
+
+  Options untuned = base;
+  untuned.enabled = false;
+  Context c0(dev, untuned);
+  PhaseResult r0 = measure(c0, d, ops, a.seconds);
+  fmt::print("untuned : {:10.2f} iter/s ({} iters in {:.3f}s)\n", r0.iters / r0.seconds, r0.iters,
+             r0.seconds);
+
+  Options tuned = base;
+  tuned.enabled = true;
+  Context c1(dev, tuned);
+  install_progress(c1);
+  PhaseResult r1 = measure(c1, d, ops, a.seconds);
+  auto rec = [&](Context& c) {
+    for (const auto& r : c.results())
+      if (r.op_signature == op_signature(d) && r.params_signature == params_signature(d)) return r;
+    throw Error(StatusCode::kInternal, "the tuned result is missing from the store");
+  };
+  const ResultRecord chosen = rec(c1);
+  fmt::print("tuned   : {:10.2f} iter/s ({} iters in {:.3f}s); tuning took {:.2f}s, chose {} "
+             "({:.4g} ms), wrote {}\n", r1.iters / r1.seconds, r1.iters, r1.seconds, r1.first_call_s,
+             chosen.solution, chosen.time_ms, c1.results_path());
+
+  // A fresh context stands for the second run of the blog: it reads the file and must not tune.
+  Options reload = base;
+  reload.enabled = true;
+  reload.tuning = false;
+  Context c2(dev, reload);
+  PhaseResult r2 = measure(c2, d, ops, a.seconds);
+  const ContextStats st = c2.stats();
+  fmt::print("reloaded: {:10.2f} iter/s ({} iters in {:.3f}s); used {} from {}, tuned {} problems\n",
+             r2.iters / r2.seconds, r2.iters, r2.seconds, rec(c2).solution, c2.results_path(),
+             st.tuned);
+  fmt::print("speedup tuned/untuned: {:.3f}x, reloaded/untuned: {:.3f}x\n",
+             (r1.iters / r1.seconds) / (r0.iters / r0.seconds),
+             (r2.iters / r2.seconds) / (r0.iters / r0.seconds));
+  if (st.tuned != 0 || st.hits == 0) {
+    fmt::print(stderr, "tunable: the reloaded run did not use the stored result\n");
+    return 1;
+  }
+  return 0;
+}
+
+int run_show(const ShowArgs& a) {
+  std::string text;
+  bool exists = false;
+  throw_if_error(read_file(a.file, &text, &exists));
+  if (!exists) throw Error(StatusCode::kIoError, fmt::format("'{}' does not exist", a.file));
+  ParsedResults p = parse_results(text);
+  fmt::print("{}: {} validators, {} results\n", a.file, p.validators.size(), p.records.size());
+  for (const auto& [k, v] : p.validators) fmt::print("  {:<24} {}\n", k, v);
+  std::size_t w_op = 12, w_ps = 16, w_sol = 8;
+  for (const auto& r : p.records) {
+    w_op = std::max(w_op, r.op_signature.size());
+    w_ps = std::max(w_ps, r.params_signature.size());
+    w_sol = std::max(w_sol, r.solution.size());
+  }
+  fmt::print("\n{:<{}}  {:<{}}  {:<{}}  {:>10}\n", "op_signature", w_op, "params_signature", w_ps,
+             "solution", w_sol, "time_ms");
+  for (const auto& r : p.records) {
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>10}\n", r.op_signature, w_op, r.params_signature, w_ps,
+               r.solution, w_sol, r.time_ms < 0 ? std::string("-") : fmt::format("{:.6g}", r.time_ms));
+  }
+  for (const auto& d : p.diagnostics) fmt::print(stderr, "{}:{}: {}\n", a.file, d.line, d.message);
+  return p.diagnostics.empty() ? 0 : 3;
+}
+
+int run_tune_file(const TuneFileArgs& a) {
+  const Device dev = pick_device(a.device);
+  std::string text;
+  bool exists = false;
+  throw_if_error(read_file(a.untuned, &text, &exists));
+  if (!exists) throw Error(StatusCode::kIoError, fmt::format("'{}' does not exist", a.untuned));
+  std::vector<ParseDiagnostic> diags;
+  auto problems = parse_untuned(text, &diags);
+  for (const auto& d : diags) fmt::print(stderr, "{}:{}: {}\n", a.untuned, d.line, d.message);
+  Options o;
+  o.enabled = true;
+  o.tuning = true;
+  o.filename = a.file;
+  o.verbose = a.verbose;
+  Context ctx(dev, o);
+  install_progress(ctx);
+  int failures = 0;
+  const auto t0 = clock_type::now();
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const auto& [op, ps] = problems[i];
+    GemmDesc d;
+    Status st = parse_gemm_signature(op, ps, &d);
+    std::string sol;
+    if (st.is_ok()) st = tune_gemm(ctx, d, &sol);
+    const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
+    const double eta = el / (i + 1) * (problems.size() - i - 1);
+    if (st.is_ok()) {
+      fmt::print("[{}/{}] {},{} -> {} (elapsed {:.1f}s, ETA {:.1f}s)\n", i + 1, problems.size(), op,
+                 ps, sol, el, eta);
+    } else {
+      ++failures;
+      fmt::print(stderr, "[{}/{}] {},{}: {}\n", i + 1, problems.size(), op, ps, st.to_string());
+    }
+  }
+  fmt::print("tuned {} of {} problems into {}\n", problems.size() - failures, problems.size(),
+             ctx.results_path());
+  return failures == 0 && diags.empty() ? 0 : 3;
+}
+
+}  // namespace tunable::cli
