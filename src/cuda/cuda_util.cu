@@ -1,0 +1,262 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "cuda/cuda_util.hpp"
+
+namespace tunable {
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(std::size_t n) {
+  return static_cast<int>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65535u * 8));
+}
+
+__device__ __forceinline__ float hash_uniform(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+template <class T>
+__device__ __forceinline__ T from_float(float v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+template <>
+__device__ __forceinline__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v) { return __nv_fp8_e4m3(v); }
+template <>
+__device__ __forceinline__ __nv_fp8_e5m2 from_float<__nv_fp8_e5m2>(float v) { return __nv_fp8_e5m2(v); }
+
+template <class T>
+__device__ __forceinline__ double to_dbl(T v) {
+  return static_cast<double>(static_cast<float>(v));
+}
+template <>
+__device__ __forceinline__ double to_dbl<double>(double v) { return v; }
+
+template <class T>
+__global__ void kernel_fill_random(T* p, std::size_t n, std::uint64_t seed, float scale) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x)
+    p[i] = from_float<T>(scale * hash_uniform(seed, i));
+}
+
+template <class T>
+__global__ void kernel_fill_bits(T* p, std::size_t n, T bits) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x)
+    p[i] = bits;
+}
+
+template <class T>
+__global__ void kernel_to_double(const T* src, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                                 double* dst) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x) {
+    const std::int64_t r = i % rows, c = i / rows;
+    dst[i] = to_dbl(src[r + c * ld]);
+  }
+}
+
+struct CompareOut {
+  unsigned long long bad, nonfinite;
+  unsigned long long max_abs_bits, max_rel_bits;  // non-negative doubles compare as integers
+  double sumsq;
+};
+
+__global__ void kernel_sumsq(const double* ref, std::size_t n, CompareOut* out) {
+  double s = 0;
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x)
+    s += ref[i] * ref[i];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(&out->sumsq, s);
+}
+
+__global__ void kernel_compare(const double* got, const double* ref, std::size_t n, double abs_bound,
+                               double rtol, CompareOut* out) {
+  unsigned long long bad = 0, nonfin = 0;
+  double max_abs = 0, max_rel = 0;
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x) {
+    const double g = got[i], r = ref[i];
+    if (!isfinite(g)) {
+      ++nonfin;
+      ++bad;
+      max_abs = INFINITY;
+      max_rel = INFINITY;
+      continue;
+    }
+    const double d = fabs(g - r), bound = abs_bound + rtol * fabs(r);
+    max_abs = fmax(max_abs, d);
+    max_rel = fmax(max_rel, bound > 0 ? d / bound : (d > 0 ? INFINITY : 0.0));
+    if (d > bound) ++bad;
+  }
+  if (bad) atomicAdd(&out->bad, bad);
+  if (nonfin) atomicAdd(&out->nonfinite, nonfin);
+  atomicMax(&out->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(max_abs)));
+  atomicMax(&out->max_rel_bits, static_cast<unsigned long long>(__double_as_longlong(max_rel)));
+}
+
+template <class Fn>
+Status dispatch_type(DataType t, Fn fn) {
+  switch (t) {
+    case DataType::kF64: return fn(double{});
+    case DataType::kF32:
+    case DataType::kTF32: return fn(float{});
+    case DataType::kF16: return fn(__half{});
+    case DataType::kBF16: return fn(__nv_bfloat16{});
+    case DataType::kF8E4M3: return fn(__nv_fp8_e4m3{});
+    case DataType::kF8E5M2: return fn(__nv_fp8_e5m2{});
+  }
+  return Status(StatusCode::kNotSupported, "unknown data type");
+}
+
+}  // namespace
+
+Status DeviceBuffer::allocate(std::size_t bytes) {
+  reset();
+  cudaError_t e = cudaMalloc(&p_, std::max<std::size_t>(bytes, 1));
+  if (e != cudaSuccess) {
+    p_ = nullptr;
+    (void)cudaGetLastError();
+    return Status(StatusCode::kCudaError,
+                  fmt::format("cudaMalloc of {} bytes failed: {}", bytes, cuda_error_text(e)));
+  }
+  n_ = bytes;
+  return Status::ok();
+}
+
+void DeviceBuffer::reset() noexcept {
+  if (p_) cudaFree(p_);
+  p_ = nullptr;
+  n_ = 0;
+}
+
+Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
+                              std::vector<double>* times) {
+  while (static_cast<int>(events_.size()) < n + 1) {
+    events_.emplace_back();
+    TUNABLE_RETURN_IF_ERROR(events_.back().create());
+  }
+  for (int i = 0; i < n; ++i) {
+    TUNABLE_CUDA_CHECK(cudaEventRecord(events_[i].get(), stream_));
+    TUNABLE_RETURN_IF_ERROR(fn(i));
+  }
+  TUNABLE_CUDA_CHECK(cudaEventRecord(events_[n].get(), stream_));
+  TUNABLE_CUDA_CHECK(cudaEventSynchronize(events_[n].get()));
+  for (int i = 0; i < n; ++i) {
+    float ms = 0;
+    TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].get(), events_[i + 1].get()));
+    times->push_back(ms);
+  }
+  return Status::ok();
+}
+
+Status fill_random(void* p, DataType t, std::size_t n, std::uint64_t seed, float scale,
+                   cudaStream_t stream) {
+  if (n == 0) return Status::ok();
+  return dispatch_type(t, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    kernel_fill_random<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(p), n, seed, scale);
+    TUNABLE_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  });
+}
+
+Status fill_nan(void* p, DataType t, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return Status::ok();
+  const std::size_t es = size_of(t);
+  const int blocks = blocks_for(n);
+  switch (es) {
+    case 8:
+      kernel_fill_bits<<<blocks, kThreads, 0, stream>>>(static_cast<std::uint64_t*>(p), n,
+                                                        (std::uint64_t)0x7ff8000000000000ull);
+      break;
+    case 4:
+      kernel_fill_bits<<<blocks, kThreads, 0, stream>>>(static_cast<std::uint32_t*>(p), n,
+                                                        (std::uint32_t)0x7fc00000u);
+      break;
+    case 2:
+      kernel_fill_bits<<<blocks, kThreads, 0, stream>>>(
+          static_cast<std::uint16_t*>(p), n,
+          static_cast<std::uint16_t>(t == DataType::kF16 ? 0x7e00u : 0x7fc0u));
+      break;
+    case 1:
+      kernel_fill_bits<<<blocks, kThreads, 0, stream>>>(
+          static_cast<std::uint8_t*>(p), n,
+          static_cast<std::uint8_t>(t == DataType::kF8E4M3 ? 0x7fu : 0x7fu));
+      break;
+  }
+  TUNABLE_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+Status to_double(const void* src, DataType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                 double* dst, cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  if (n == 0) return Status::ok();
+  return dispatch_type(t, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    kernel_to_double<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(src), rows,
+                                                                cols, ld, dst);
+    TUNABLE_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  });
+}
+
+Status compare_on_device(const double* got, const double* ref, std::size_t n, const Tolerance& tol,
+                         NumericsReport* report, cudaStream_t stream) {
+  DeviceBuffer out;
+  TUNABLE_RETURN_IF_ERROR(out.allocate(sizeof(CompareOut)));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(out.get(), 0, sizeof(CompareOut), stream));
+  kernel_sumsq<<<blocks_for(n), kThreads, 0, stream>>>(ref, n, out.as<CompareOut>());
+  TUNABLE_CUDA_CHECK_LAUNCH();
+  CompareOut h{};
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, out.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const double rms = n ? std::sqrt(h.sumsq / static_cast<double>(n)) : 0.0;
+  kernel_compare<<<blocks_for(n), kThreads, 0, stream>>>(got, ref, n, tol.atol * std::max(rms, 1e-30),
+                                                         tol.rtol, out.as<CompareOut>());
+  TUNABLE_CUDA_CHECK_LAUNCH();
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, out.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  NumericsReport r;
+  r.ref_rms = rms;
+  r.bad_elements = h.bad;
+  r.nonfinite = h.nonfinite;
+  std::memcpy(&r.max_abs_err, &h.max_abs_bits, sizeof(double));
+  std::memcpy(&r.max_rel_err, &h.max_rel_bits, sizeof(double));
+  r.passed = h.bad == 0;
+  *report = r;
+  return Status::ok();
+}
+
+const cudaDeviceProp& device_properties(int ordinal) {
+  static std::mutex mu;
+  static std::map<int, cudaDeviceProp> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(ordinal);
+  if (it == cache.end()) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, ordinal) != cudaSuccess) (void)cudaGetLastError();
+    it = cache.emplace(ordinal, p).first;
+  }
+  return it->second;
+}
+
+}  // namespace tunable

@@ -1,0 +1,121 @@
+// RAII for CUDA objects, the event timer of the tuner, and device-side helpers for tuning
+// workloads (random fill, NaN poison, comparison against a double reference).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "core/cuda_check.hpp"
+#include "tune/workload.hpp"
+#include "tunable/types.hpp"
+
+namespace tunable {
+
+/// Device memory; move-only, freed in the destructor.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  /// Allocates `bytes` (>= 1); kCudaError names the size on failure.
+  Status allocate(std::size_t bytes);
+  void reset() noexcept;
+  void* get() const { return p_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(p_); }
+  std::size_t size() const { return n_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() = default;
+  ~CudaEvent() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  CudaEvent& operator=(CudaEvent&& o) noexcept {
+    if (this != &o) {
+      if (e_) cudaEventDestroy(e_);
+      e_ = std::exchange(o.e_, nullptr);
+    }
+    return *this;
+  }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  Status create() {
+    TUNABLE_CUDA_CHECK(cudaEventCreate(&e_));
+    return Status::ok();
+  }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+class CudaStream {
+ public:
+  CudaStream() = default;
+  ~CudaStream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
+  CudaStream(CudaStream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  CudaStream& operator=(CudaStream&&) = delete;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  Status create() {
+    TUNABLE_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+    return Status::ok();
+  }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+/// Times back-to-back calls on one stream: an event before every call and one after the last,
+/// so consecutive events bracket exactly one call and no synchronization separates them.
+class EventTimer final : public Timer {
+ public:
+  explicit EventTimer(cudaStream_t stream) : stream_(stream) {}
+  Status time_calls(int n, const std::function<Status(int)>& fn,
+                    std::vector<double>* times) override;
+
+ private:
+  cudaStream_t stream_;
+  std::vector<CudaEvent> events_;
+};
+
+/// Uniform random values in [-scale, scale) of type `t` (hash of seed and index; no state).
+Status fill_random(void* p, DataType t, std::size_t n, std::uint64_t seed, float scale,
+                   cudaStream_t stream);
+/// Quiet NaN in every element (fp8 e4m3: its NaN encoding 0x7f).
+Status fill_nan(void* p, DataType t, std::size_t n, cudaStream_t stream);
+/// Copies a (rows x cols, leading dimension ld) matrix of type `t` into a dense double array.
+Status to_double(const void* src, DataType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                 double* dst, cudaStream_t stream);
+/// The elementwise check of compare_outputs() on the device: got/ref are dense doubles.
+Status compare_on_device(const double* got, const double* ref, std::size_t n, const Tolerance& tol,
+                         NumericsReport* report, cudaStream_t stream);
+
+/// Properties of the current device, read once per ordinal.
+const cudaDeviceProp& device_properties(int ordinal);
+
+}  // namespace tunable
