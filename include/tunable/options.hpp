@@ -58,6 +58,10 @@ struct Options {
   std::string untuned_filename = "tunable_untuned.csv";
   /// TUNABLE_CUBLASLT_WORKSPACE_MIB (MiB, default 32): the largest workspace a GPU candidate may use.
   int workspace_mib = 32;
+  /// TUNABLE_CUBLASLT_EXHAUSTIVE (default 64; 0 = off): how many configurations of cuBLASLt's
+  /// exhaustive space (algo x tile x stages x split-K x reduction x swizzle x custom x cluster,
+  /// AlgoCheck-filtered) are timed per problem, on top of its heuristic results.
+  int exhaustive_candidates = 64;
 
   /// Defaults overlaid with the TUNABLE_* variables. An invalid value is an Error (kParseError)
   /// whose message names the variable and the value.

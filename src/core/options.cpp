@@ -102,6 +102,8 @@ Options Options::from_environment() {
   if (get("TUNABLE_UNTUNED_FILENAME", &v)) o.untuned_filename = v;
   if (get("TUNABLE_CUBLASLT_WORKSPACE_MIB", &v))
     o.workspace_mib = static_cast<int>(parse_int("TUNABLE_CUBLASLT_WORKSPACE_MIB", v, 0, 1 << 16));
+  if (get("TUNABLE_CUBLASLT_EXHAUSTIVE", &v))
+    o.exhaustive_candidates = static_cast<int>(parse_int("TUNABLE_CUBLASLT_EXHAUSTIVE", v, 0, 100000));
   throw_if_error(o.validate());
   return o;
 }
@@ -121,6 +123,8 @@ Status Options::validate() const {
     return bad(fmt::format("rotating_buffer_size_mib must be >= -1 (got {})",
                            rotating_buffer_size_mib));
   if (workspace_mib < 0) return bad(fmt::format("workspace_mib must be >= 0 (got {})", workspace_mib));
+  if (exhaustive_candidates < 0)
+    return bad(fmt::format("exhaustive_candidates must be >= 0 (got {})", exhaustive_candidates));
   if (verbose_filename.empty()) return bad("verbose_filename must not be empty");
   if (record_untuned && untuned_filename.empty())
     return bad("record_untuned is set but untuned_filename is empty");

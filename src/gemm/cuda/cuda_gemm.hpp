@@ -12,6 +12,12 @@ namespace tunable {
 /// Fills the hooks (Default, providers, workload, capture check) of the GEMM op `desc` belongs to.
 Status cuda_gemm_hooks(ContextImpl& ctx, const GemmDesc& desc, OpHooks<GemmArgs>* hooks);
 
+class CudaGemmResources;
+/// Rotated device copies with random data, the double-accumulated reference and the numerics
+/// check for tuning one GEMM problem on the GPU.
+Status make_cuda_gemm_workload(CudaGemmResources* res, const GemmArgs& args, const Options& opt,
+                               std::unique_ptr<Workload<GemmArgs>>* out);
+
 /// CUDA runtime/driver, cuBLAS/cuBLASLt versions, GPU name, compute capability and SM count.
 Status cuda_validators(int ordinal, std::vector<Validator>* out);
 

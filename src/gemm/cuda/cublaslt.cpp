@@ -1,0 +1,438 @@
+#include "gemm/cuda/cublaslt.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+#include <vector>
+
+namespace tunable {
+namespace {
+
+constexpr std::size_t kLtAlignment = 16;  // bytes every cuBLASLt candidate is checked against
+
+bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+
+Status lt_pointer_check(const GemmArgs& a) {
+  if (!aligned(a.ops.a, kLtAlignment) || !aligned(a.ops.b, kLtAlignment) ||
+      !aligned(a.ops.c, kLtAlignment) || (a.ops.bias && !aligned(a.ops.bias, kLtAlignment)))
+    return Status(StatusCode::kMisaligned,
+                  "cuBLASLt candidates were tuned with 16-byte aligned A, B, C and bias");
+  return Status::ok();
+}
+
+template <class T>
+T config_get(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written) != CUBLAS_STATUS_SUCCESS)
+    return T{};
+  return v;
+}
+
+LtConfig config_of(const cublasLtMatmulAlgo_t& algo, bool fast_accum) {
+  LtConfig c;
+  c.algo = config_get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
+  c.tile = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
+  c.stages = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  c.splitk = config_get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  c.reduction = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
+  c.swizzle = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  c.custom = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
+  c.cluster = static_cast<int>(config_get<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+  c.inner = static_cast<int>(config_get<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID));
+  c.fast_accum = fast_accum;
+  return c;
+}
+
+Status build_algo(cublasLtHandle_t lt, const LtPlan& p, const LtConfig& c, cublasLtMatmulAlgo_t* algo) {
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoInit(lt, p.compute, p.scale_type, p.ab_type, p.ab_type,
+                                              p.c_type, p.c_type, c.algo, algo));
+  const std::uint32_t tile = c.tile, stages = c.stages, red = c.reduction, swz = c.swizzle,
+                      custom = c.custom;
+  const std::int32_t splitk = c.splitk;
+  const std::uint16_t cluster = static_cast<std::uint16_t>(c.cluster), inner = static_cast<std::uint16_t>(c.inner);
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom));
+  // Cluster and inner shape are Hopper-era attributes; older algorithms reject them when non-zero.
+  if (cluster)
+    TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster));
+  if (inner)
+    TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner));
+  return Status::ok();
+}
+
+class LtSolution final : public Solution<GemmArgs> {
+ public:
+  LtSolution(CudaGemmResources* res, std::shared_ptr<LtPlan> plan, GemmDesc desc, LtConfig cfg,
+             cublasLtMatmulAlgo_t algo, std::size_t ws, std::string name, Status valid)
+      : res_(res), plan_(std::move(plan)), desc_(desc), cfg_(cfg), algo_(algo), ws_(ws),
+        name_(std::move(name)), valid_(std::move(valid)) {}
+  const std::string& name() const override { return name_; }
+  Status can_implement(const GemmArgs& a) const override {
+    TUNABLE_RETURN_IF_ERROR(valid_);
+    if (gemm_key(a) != gemm_key(GemmArgs{desc_, {}}))
+      return Status(StatusCode::kInvalidArgument, "solution was built for another problem");
+    return a.ops.a ? lt_pointer_check(a) : Status::ok();
+  }
+  std::size_t workspace_bytes(const GemmArgs&) const override { return ws_; }
+  Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
+    return plan_->run(res_->lt(), &algo_, a, ws, ws_bytes, reinterpret_cast<cudaStream_t>(stream));
+  }
+
+ private:
+  CudaGemmResources* res_;
+  std::shared_ptr<LtPlan> plan_;
+  GemmDesc desc_;
+  LtConfig cfg_;
+  cublasLtMatmulAlgo_t algo_;
+  std::size_t ws_;
+  std::string name_;
+  Status valid_;
+};
+
+/// Builds a checked solution; `valid` carries AlgoCheck's verdict (kNotSupported when it fails).
+SolutionPtr<GemmArgs> make_lt_solution(CudaGemmResources* res, const GemmDesc& d, const LtConfig& c,
+                                       const std::string& name_override = "") {
+  std::shared_ptr<LtPlan> plan;
+  Status st = res->plan(d, c.fast_accum, &plan);
+  cublasLtMatmulAlgo_t algo{};
+  cublasLtMatmulHeuristicResult_t chk{};
+  if (st.is_ok()) st = build_algo(res->lt(), *plan, c, &algo);
+  if (st.is_ok()) {
+    cublasStatus_t s = cublasLtMatmulAlgoCheck(res->lt(), plan->op, plan->a, plan->b, plan->c,
+                                               plan->c, &algo, &chk);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      st = Status(StatusCode::kNotSupported,
+                  fmt::format("cublasLtMatmulAlgoCheck rejects {}: {}", c.name(), cublas_error_text(s)));
+    else if (chk.workspaceSize > res->workspace_limit())
+      st = Status(StatusCode::kNotSupported,
+                  fmt::format("needs {} bytes of workspace, limit {}", chk.workspaceSize,
+                              res->workspace_limit()));
+  }
+  return std::make_shared<LtSolution>(res, plan, d, c, algo, chk.workspaceSize,
+                                      name_override.empty() ? c.name() : name_override, st);
+}
+
+Status heuristics(CudaGemmResources* res, const GemmDesc& d, bool fast_accum, int want,
+                  std::vector<cublasLtMatmulHeuristicResult_t>* out) {
+  std::shared_ptr<LtPlan> plan;
+  TUNABLE_RETURN_IF_ERROR(res->plan(d, fast_accum, &plan));
+  cublasLtMatmulPreference_t pref = nullptr;
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)> guard(
+      pref, cublasLtMatmulPreferenceDestroy);
+  const std::size_t ws = res->workspace_limit();
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  const std::uint32_t align = kLtAlignment;
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    TUNABLE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
+  out->assign(want, cublasLtMatmulHeuristicResult_t{});
+  int got = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(res->lt(), plan->op, plan->a, plan->b, plan->c,
+                                                    plan->c, pref, want, out->data(), &got);
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) got = 0;
+  else TUNABLE_CUBLAS_CHECK(s);
+  out->resize(got);
+  return got > 0 ? Status::ok()
+                 : Status(StatusCode::kNotSupported,
+                          fmt::format("cuBLASLt has no algorithm for {} {}", op_signature(d),
+                                      params_signature(d)));
+}
+
+// ---- Default ----
+
+class CublasDefault final : public Solution<GemmArgs> {
+ public:
+  CublasDefault(CudaGemmResources* res) : res_(res) {}
+  const std::string& name() const override { return name_; }
+  Status can_implement(const GemmArgs& a) const override { return validate(a.desc); }
+  std::size_t workspace_bytes(const GemmArgs&) const override { return res_->workspace_limit(); }
+  Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
+    const GemmDesc& d = a.desc;
+    const cublasOperation_t ta = d.transa == Transpose::kN ? CUBLAS_OP_N : CUBLAS_OP_T;
+    const cublasOperation_t tb = d.transb == Transpose::kN ? CUBLAS_OP_N : CUBLAS_OP_T;
+    const cudaDataType_t t = cuda_type(d.dtype), ct = cuda_type(d.out_dtype);
+    const cublasComputeType_t comp = d.dtype == DataType::kF64    ? CUBLAS_COMPUTE_64F
+                                     : d.dtype == DataType::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                  : CUBLAS_COMPUTE_32F;
+    const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = static_cast<int>(d.k),
+              lda = static_cast<int>(d.lda), ldb = static_cast<int>(d.ldb), ldc = static_cast<int>(d.ldc);
+    const float af = static_cast<float>(d.alpha), bf = static_cast<float>(d.beta);
+    const double ad = d.alpha, bd = d.beta;
+    const void* alpha = d.dtype == DataType::kF64 ? static_cast<const void*>(&ad) : &af;
+    const void* beta = d.dtype == DataType::kF64 ? static_cast<const void*>(&bd) : &bf;
+    return res_->with_blas(reinterpret_cast<cudaStream_t>(stream), ws, ws_bytes, [&](cublasHandle_t h) {
+      if (d.op == GemmOp::kGemmStridedBatched) {
+        TUNABLE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            h, ta, tb, m, n, k, alpha, a.ops.a, t, lda, d.stride_a, a.ops.b, t, ldb, d.stride_b,
+            beta, a.ops.c, ct, ldc, d.stride_c, static_cast<int>(d.batch), comp, CUBLAS_GEMM_DEFAULT));
+      } else {
+        TUNABLE_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, alpha, a.ops.a, t, lda, a.ops.b, t, ldb,
+                                          beta, a.ops.c, ct, ldc, comp, CUBLAS_GEMM_DEFAULT));
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  CudaGemmResources* res_;
+  std::string name_ = "Default";
+};
+
+// cuBLASLt heuristic #0, found per problem at first use (cached in the solution).
+class LtDefault final : public Solution<GemmArgs> {
+ public:
+  LtDefault(CudaGemmResources* res) : res_(res) {}
+  const std::string& name() const override { return name_; }
+  Status can_implement(const GemmArgs& a) const override {
+    SolutionPtr<GemmArgs> s;
+    TUNABLE_RETURN_IF_ERROR(resolve(a.desc, &s));
+    return s->can_implement(a);
+  }
+  std::size_t workspace_bytes(const GemmArgs& a) const override {
+    SolutionPtr<GemmArgs> s;
+    return resolve(a.desc, &s).is_ok() ? s->workspace_bytes(a) : 0;
+  }
+  Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
+    SolutionPtr<GemmArgs> s;
+    TUNABLE_RETURN_IF_ERROR(resolve(a.desc, &s));
+    return s->run(a, ws, ws_bytes, stream);
+  }
+
+ private:
+  Status resolve(const GemmDesc& d, SolutionPtr<GemmArgs>* out) const {
+    const ProblemKey key = gemm_key(GemmArgs{d, {}});
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      std::vector<cublasLtMatmulHeuristicResult_t> h;
+      TUNABLE_RETURN_IF_ERROR(heuristics(res_, d, false, 1, &h));
+      it = cache_.emplace(key, make_lt_solution(res_, d, config_of(h[0].algo, false), "Default")).first;
+    }
+    *out = it->second;
+    return Status::ok();
+  }
+  CudaGemmResources* res_;
+  std::string name_ = "Default";
+  mutable std::mutex mu_;
+  mutable std::map<ProblemKey, SolutionPtr<GemmArgs>> cache_;
+};
+
+// ---- providers ----
+
+class LtHeuristicProvider final : public Provider<GemmArgs> {
+ public:
+  explicit LtHeuristicProvider(CudaGemmResources* res) : res_(res) {}
+  std::string name() const override { return "cublaslt_heuristic"; }
+  Status enumerate(const GemmArgs& a, std::vector<SolutionPtr<GemmArgs>>* out) const override {
+    const GemmDesc& d = a.desc;
+    for (bool fa : {false, true}) {
+      if (fa && d.op != GemmOp::kScaledGemm) break;
+      std::vector<cublasLtMatmulHeuristicResult_t> h;
+      Status st = heuristics(res_, d, fa, 64, &h);
+      if (!st.is_ok()) {
+        if (!fa) return st;
+        continue;
+      }
+      for (const auto& r : h) out->push_back(make_lt_solution(res_, d, config_of(r.algo, fa)));
+    }
+    return Status::ok();
+  }
+  SolutionPtr<GemmArgs> from_name(const std::string& n, const GemmArgs& a) const override {
+    auto c = LtConfig::parse(n);
+    return c ? make_lt_solution(res_, a.desc, *c) : nullptr;
+  }
+
+ private:
+  CudaGemmResources* res_;
+};
+
+// The exhaustive space, AlgoCheck-filtered and ranked so that `budget_` configurations are
+// timed: the ones whose last wave fills the GPU best, spread over (algo, tile) groups.
+class LtExhaustiveProvider final : public Provider<GemmArgs> {
+ public:
+  LtExhaustiveProvider(CudaGemmResources* res, int budget) : res_(res), budget_(budget) {}
+  std::string name() const override { return "cublaslt_exhaustive"; }
+
+  Status enumerate(const GemmArgs& a, std::vector<SolutionPtr<GemmArgs>>* out) const override {
+    if (budget_ <= 0) return Status::ok();
+    const GemmDesc& d = a.desc;
+    std::shared_ptr<LtPlan> plan;
+    TUNABLE_RETURN_IF_ERROR(res_->plan(d, false, &plan));
+    std::vector<int> ids(512);
+    int nid = 0;
+    TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoGetIds(res_->lt(), plan->compute, plan->scale_type,
+                                                  plan->ab_type, plan->ab_type, plan->c_type,
+                                                  plan->c_type, static_cast<int>(ids.size()),
+                                                  ids.data(), &nid));
+    struct Found {
+      LtConfig cfg;
+      double fill;  // waves / ceil(waves): how full the last wave is
+    };
+    std::vector<Found> found;
+    // Two phases per algorithm: (tile, stages) pairs that pass AlgoCheck in their plainest form,
+    // then the other knobs around each valid pair. Most pairs are invalid, so this keeps the
+    // number of AlgoCheck calls in the thousands. Each algorithm gets an equal share.
+    constexpr int kMaxChecks = 40000;  // AlgoCheck calls per problem (microseconds each)
+    const int per_algo = std::max(400, kMaxChecks / std::max(1, nid));
+    const std::vector<int> splits = split_candidates(d);
+    for (int i = 0; i < nid; ++i) {
+      cublasLtMatmulAlgo_t algo;
+      if (cublasLtMatmulAlgoInit(res_->lt(), plan->compute, plan->scale_type, plan->ab_type,
+                                 plan->ab_type, plan->c_type, plan->c_type, ids[i], &algo) !=
+          CUBLAS_STATUS_SUCCESS)
+        continue;
+      int checks = 0;
+      auto check = [&](const LtConfig& c) -> bool {
+        if (checks >= per_algo) return false;
+        cublasLtMatmulAlgo_t al;
+        if (!build_algo(res_->lt(), *plan, c, &al).is_ok()) return false;
+        ++checks;
+        cublasLtMatmulHeuristicResult_t chk{};
+        if (cublasLtMatmulAlgoCheck(res_->lt(), plan->op, plan->a, plan->b, plan->c, plan->c, &al,
+                                    &chk) != CUBLAS_STATUS_SUCCESS)
+          return false;
+        if (chk.workspaceSize > res_->workspace_limit()) return false;
+        const double w = std::max(1e-6, static_cast<double>(chk.wavesCount));
+        found.push_back({c, w / std::ceil(w)});
+        return true;
+      };
+      const auto tiles = cap_array(algo, CUBLASLT_ALGO_CAP_TILE_IDS);
+      const auto stages = cap_array(algo, CUBLASLT_ALGO_CAP_STAGES_IDS);
+      const int split_ok = cap_scalar<std::int32_t>(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT);
+      const std::uint32_t red_mask = cap_scalar<std::uint32_t>(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
+      const std::uint32_t swz_max = cap_scalar<std::uint32_t>(algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT);
+      const int custom_max = std::min(3, cap_scalar<std::int32_t>(algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX));
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> base;
+      for (std::uint32_t tile : tiles)
+        for (std::uint32_t st : stages)
+          if (check(LtConfig{ids[i], static_cast<int>(tile), static_cast<int>(st), 1, 0, 0, 0, 0, 0, false}))
+            base.emplace_back(tile, st);
+      // Cluster shapes (AUTO, 1x1, 2x1, 1x2, 2x2) only mean something to Hopper kernels.
+      const int clusters[] = {0, 2, 3, 5, 6};
+      for (auto [tile, st] : base)
+        for (int sk : split_ok ? splits : std::vector<int>{1})
+          for (std::uint32_t red : reductions(sk, red_mask))
+            for (std::uint32_t swz = 0; swz <= std::min<std::uint32_t>(swz_max, 1); ++swz)
+              for (int custom = 0; custom <= custom_max; ++custom)
+                for (int cl : clusters) {
+                  if (sk == 1 && swz == 0 && custom == 0 && cl == 0) continue;  // the base config
+                  LtConfig c{ids[i], static_cast<int>(tile), static_cast<int>(st), sk,
+                             static_cast<int>(red), static_cast<int>(swz), custom, cl, 0, false};
+                  if (!check(c) && cl != 0) break;  // a rejected cluster: larger ones fail too
+                }
+    }
+    // Rank: fullest last wave first; then less split-K (cheaper reduction). Round-robin over
+    // (algo, tile) so one family cannot take the whole budget.
+    std::stable_sort(found.begin(), found.end(), [](const Found& x, const Found& y) {
+      if (x.fill != y.fill) return x.fill > y.fill;
+      return x.cfg.splitk < y.cfg.splitk;
+    });
+    std::map<std::pair<int, int>, std::vector<const Found*>> groups;
+    for (const auto& f : found) groups[{f.cfg.algo, f.cfg.tile}].push_back(&f);
+    std::set<std::string> taken;
+    for (std::size_t round = 0; static_cast<int>(taken.size()) < budget_; ++round) {
+      bool any = false;
+      for (auto& [key, v] : groups) {
+        if (round >= v.size() || static_cast<int>(taken.size()) >= budget_) continue;
+        any = true;
+        const std::string n = v[round]->cfg.name();
+        if (taken.insert(n).second) out->push_back(make_lt_solution(res_, d, v[round]->cfg));
+      }
+      if (!any) break;
+    }
+    return Status::ok();
+  }
+
+  SolutionPtr<GemmArgs> from_name(const std::string& n, const GemmArgs& a) const override {
+    auto c = LtConfig::parse(n);
+    return c ? make_lt_solution(res_, a.desc, *c) : nullptr;
+  }
+
+ private:
+  static std::vector<std::uint32_t> cap_array(const cublasLtMatmulAlgo_t& algo,
+                                              cublasLtMatmulAlgoCapAttributes_t attr) {
+    std::size_t sz = 0;
+    cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &sz);
+    std::vector<std::uint32_t> v(std::max<std::size_t>(1, sz / sizeof(std::uint32_t)), 0);
+    if (sz) cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), sz, &sz);
+    return v;
+  }
+  template <class T>
+  static T cap_scalar(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
+    T v{};
+    std::size_t sz = 0;
+    cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof v, &sz);
+    return v;
+  }
+  // Split-K factors that leave at least 128 of K per split.
+  static std::vector<int> split_candidates(const GemmDesc& d) {
+    std::vector<int> v;
+    for (int s : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32})
+      if (s == 1 || d.k / s >= 128) v.push_back(s);
+    return v;
+  }
+  static std::vector<std::uint32_t> reductions(int sk, std::uint32_t mask) {
+    if (sk <= 1) return {CUBLASLT_REDUCTION_SCHEME_NONE};
+    std::vector<std::uint32_t> v;
+    for (std::uint32_t r : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+                            CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE})
+      if (mask & r) v.push_back(r);
+    return v;
+  }
+
+  CudaGemmResources* res_;
+  int budget_;
+};
+
+}  // namespace
+
+std::string LtConfig::name() const {
+  return fmt::format("cublasLt_a{}_t{}_s{}_k{}_r{}_w{}_c{}_cl{}_i{}{}", algo, tile, stages, splitk,
+                     reduction, swizzle, custom, cluster, inner, fast_accum ? "_fa" : "");
+}
+
+std::optional<LtConfig> LtConfig::parse(const std::string& name) {
+  static const std::regex re(
+      "^cublasLt_a(\\d{1,6})_t(\\d{1,6})_s(\\d{1,6})_k(\\d{1,4})_r(\\d{1,3})_w(\\d{1,3})_c(\\d{1,3})"
+      "_cl(\\d{1,4})_i(\\d{1,4})(_fa)?$");
+  std::smatch m;
+  if (!std::regex_match(name, m, re)) return std::nullopt;
+  LtConfig c;
+  c.algo = std::stoi(m[1]);
+  c.tile = std::stoi(m[2]);
+  c.stages = std::stoi(m[3]);
+  c.splitk = std::stoi(m[4]);
+  c.reduction = std::stoi(m[5]);
+  c.swizzle = std::stoi(m[6]);
+  c.custom = std::stoi(m[7]);
+  c.cluster = std::stoi(m[8]);
+  c.inner = std::stoi(m[9]);
+  c.fast_accum = m[10].matched;
+  if (c.splitk < 1) return std::nullopt;
+  return c;
+}
+
+SolutionPtr<GemmArgs> make_cuda_default(CudaGemmResources* res, const GemmDesc& d) {
+  if (d.op == GemmOp::kGemm || d.op == GemmOp::kGemmStridedBatched)
+    return std::make_shared<CublasDefault>(res);
+  return std::make_shared<LtDefault>(res);
+}
+
+std::shared_ptr<const Provider<GemmArgs>> make_lt_heuristic_provider(CudaGemmResources* res) {
+  return std::make_shared<LtHeuristicProvider>(res);
+}
+
+std::shared_ptr<const Provider<GemmArgs>> make_lt_exhaustive_provider(CudaGemmResources* res, int budget) {
+  return std::make_shared<LtExhaustiveProvider>(res, budget);
+}
+
+}  // namespace tunable

@@ -1,0 +1,222 @@
+// Tuning inputs for GPU GEMMs: rotated copies of A, B, C (+ bias, scales) with fresh random data
+// on the device, a double-accumulated reference of copy 0, and a device-side numerics check.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/platform.hpp"
+#include "gemm/cuda/cuda_gemm.hpp"
+#include "gemm/cuda/cuda_resources.hpp"
+#include "kernels/reference/gemm_reference.cuh"
+
+namespace tunable {
+namespace {
+
+constexpr std::size_t kAlign = 256;
+std::size_t round_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// Calls fn(TA{}, TC{}, R{}) for the (input, output) type pairs GEMMs use.
+template <class Fn>
+Status dispatch_types(const GemmDesc& d, Fn fn) {
+  using namespace tunable::kernels;
+  auto out = [&](auto ta) -> Status {
+    using TA = decltype(ta);
+    switch (d.out_dtype) {
+      case DataType::kBF16: return fn(ta, __nv_bfloat16{}, float{});
+      case DataType::kF16: return fn(ta, __half{}, float{});
+      case DataType::kF32: return fn(ta, float{}, float{});
+      default: break;
+    }
+    return Status(StatusCode::kNotSupported, "unsupported output type");
+  };
+  switch (d.dtype) {
+    case DataType::kF64: return fn(double{}, double{}, double{});
+    case DataType::kF32:
+    case DataType::kTF32: return fn(float{}, float{}, float{});
+    case DataType::kF16: return fn(__half{}, __half{}, float{});
+    case DataType::kBF16: return fn(__nv_bfloat16{}, __nv_bfloat16{}, float{});
+    case DataType::kF8E4M3: return out(__nv_fp8_e4m3{});
+    case DataType::kF8E5M2: return out(__nv_fp8_e5m2{});
+  }
+  return Status(StatusCode::kNotSupported, "unsupported input type");
+}
+
+class CudaGemmWorkload final : public Workload<GemmArgs> {
+ public:
+  explicit CudaGemmWorkload(CudaGemmResources* res) : res_(res), timer_(res->tuning_stream()) {}
+
+  Status init(const GemmArgs& user, const Options& opt) {
+    desc_ = user.desc;
+    GemmDesc& d = desc_;
+    cudaStream_t s = res_->tuning_stream();
+    TUNABLE_CUDA_CHECK(cudaSetDevice(res_->ordinal()));
+    const std::size_t in = size_of(d.dtype), out = size_of(d.out_dtype);
+    const std::int64_t sa = std::max<std::int64_t>(d.stride_a, span(d.lda, a_rows(d), a_cols(d)));
+    const std::int64_t sb = std::max<std::int64_t>(d.stride_b, span(d.ldb, b_rows(d), b_cols(d)));
+    const std::int64_t sc = std::max<std::int64_t>(d.stride_c, span(d.ldc, d.m, d.n));
+    if (d.op == GemmOp::kGemmStridedBatched) {
+      d.stride_a = sa;
+      d.stride_b = sb;
+      d.stride_c = sc;
+    }
+    na_ = static_cast<std::size_t>(sa * d.batch);
+    nb_ = static_cast<std::size_t>(sb * d.batch);
+    nc_ = static_cast<std::size_t>(sc * d.batch);
+    off_b_ = round_up(na_ * in);
+    off_c_ = off_b_ + round_up(nb_ * in);
+    off_bias_ = off_c_ + round_up(nc_ * out);
+    off_scale_ = off_bias_ + round_up(static_cast<std::size_t>(d.m) * out);
+    per_copy_ = off_scale_ + kAlign;
+    const std::size_t l2 = static_cast<std::size_t>(device_properties(res_->ordinal()).l2CacheSize);
+    const std::size_t target = opt.rotating_buffer_size_mib < 0
+                                   ? l2
+                                   : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
+    copies_ = rotating_copies(per_copy_, target, 64);
+    TUNABLE_RETURN_IF_ERROR(mem_.allocate(per_copy_ * copies_));
+    const std::uint64_t seed = fresh_seed();
+    const float scales[2] = {0.5f, 1.5f};  // a candidate that ignores a scale fails the check
+    args_.resize(copies_);
+    for (std::size_t i = 0; i < copies_; ++i) {
+      char* base = mem_.as<char>() + i * per_copy_;
+      GemmArgs& a = args_[i];
+      a.desc = d;
+      a.ops.a = base;
+      a.ops.b = base + off_b_;
+      a.ops.c = base + off_c_;
+      a.ops.bias = d.epilogue != Epilogue::kNone ? base + off_bias_ : nullptr;
+      const bool scaled = d.op == GemmOp::kScaledGemm;
+      a.ops.scale_a = scaled ? reinterpret_cast<const float*>(base + off_scale_) : nullptr;
+      a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_) + 1 : nullptr;
+      const std::uint64_t sd = seed + 0x1000 * i;
+      TUNABLE_RETURN_IF_ERROR(fill_random(base, d.dtype, na_, sd + 1, 1.0f, s));
+      TUNABLE_RETURN_IF_ERROR(fill_random(base + off_b_, d.dtype, nb_, sd + 2, 1.0f, s));
+      TUNABLE_RETURN_IF_ERROR(fill_random(base + off_c_, d.out_dtype, nc_, sd + 3, 1.0f, s));
+      TUNABLE_RETURN_IF_ERROR(fill_random(base + off_bias_, d.out_dtype, d.m, sd + 4, 1.0f, s));
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_, scales, sizeof scales,
+                                         cudaMemcpyHostToDevice, s));
+    }
+    if (d.beta != 0) {
+      TUNABLE_RETURN_IF_ERROR(c_init_.allocate(nc_ * out));
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(c_init_.get(), args_[0].ops.c, nc_ * out,
+                                         cudaMemcpyDeviceToDevice, s));
+    }
+    // Reference of copy 0 from its initial C.
+    ref_is_double_ = d.dtype == DataType::kF64;
+    const std::size_t nref = static_cast<std::size_t>(d.m * d.n * d.batch);
+    TUNABLE_RETURN_IF_ERROR(ref_.allocate(nref * (ref_is_double_ ? 8 : 4)));
+    kernels::ReferenceGemmArgs g{};
+    g.a = args_[0].ops.a;
+    g.b = args_[0].ops.b;
+    g.c = args_[0].ops.c;
+    g.bias = args_[0].ops.bias;
+    g.scale_a = args_[0].ops.scale_a;
+    g.scale_b = args_[0].ops.scale_b;
+    g.out = ref_.get();
+    g.m = d.m, g.n = d.n, g.k = d.k, g.lda = d.lda, g.ldb = d.ldb, g.ldc = d.ldc;
+    g.stride_a = sa, g.stride_b = sb, g.stride_c = sc, g.batch = d.batch;
+    g.trans_a = d.transa == Transpose::kT;
+    g.trans_b = d.transb == Transpose::kT;
+    g.alpha = d.alpha;
+    g.beta = d.beta;
+    g.epilogue = static_cast<int>(d.epilogue);
+    TUNABLE_RETURN_IF_ERROR(dispatch_types(d, [&](auto ta, auto tc, auto r) -> Status {
+      using TA = decltype(ta);
+      using TC = decltype(tc);
+      using R = decltype(r);
+      TUNABLE_CUDA_CHECK((kernels::launch_reference_gemm<TA, TC, R>(g, s)));
+      return Status::ok();
+    }));
+    TUNABLE_RETURN_IF_ERROR(totals_.allocate(sizeof(kernels::CompareTotals)));
+    TUNABLE_CUDA_CHECK(cudaStreamSynchronize(s));
+    return Status::ok();
+  }
+
+  std::size_t copies() const override { return copies_; }
+  std::size_t bytes_per_copy() const override { return per_copy_; }
+  const GemmArgs& args(std::size_t i) const override { return args_[i]; }
+  Stream stream() const override { return reinterpret_cast<Stream>(res_->tuning_stream()); }
+  Timer& timer() override { return timer_; }
+  Tolerance default_tolerance() const override { return gemm_tolerance(desc_); }
+  Status synchronize() override {
+    TUNABLE_CUDA_CHECK(cudaStreamSynchronize(res_->tuning_stream()));
+    return Status::ok();
+  }
+
+  Status prepare_check() override {
+    cudaStream_t s = res_->tuning_stream();
+    if (desc_.beta == 0) return fill_nan(args_[0].ops.c, desc_.out_dtype, nc_, s);
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(args_[0].ops.c, c_init_.get(), c_init_.size(),
+                                       cudaMemcpyDeviceToDevice, s));
+    return Status::ok();
+  }
+
+  Status check(const Tolerance& tol, NumericsReport* rep) override {
+    const GemmDesc& d = desc_;
+    cudaStream_t s = res_->tuning_stream();
+    auto* tot = totals_.as<kernels::CompareTotals>();
+    const std::int64_t total = d.m * d.n * d.batch;
+    const int blocks = static_cast<int>(std::min<std::int64_t>((total + 255) / 256, 4096));
+    kernels::CompareTotals h{};
+    TUNABLE_RETURN_IF_ERROR(dispatch_types(d, [&](auto, auto tc, auto r) -> Status {
+      using TC = decltype(tc);
+      using R = decltype(r);
+      const R* ref = ref_.as<R>();
+      TUNABLE_CUDA_CHECK(cudaMemsetAsync(tot, 0, sizeof h, s));
+      kernels::kernel_sumsq_ref<TC, R><<<blocks, 256, 0, s>>>(ref, total, tot);
+      TUNABLE_CUDA_CHECK_LAUNCH();
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, tot, sizeof h, cudaMemcpyDeviceToHost, s));
+      TUNABLE_CUDA_CHECK(cudaStreamSynchronize(s));
+      rms_ = std::sqrt(h.sumsq / static_cast<double>(total));
+      kernels::kernel_compare_matrix<TC, R><<<blocks, 256, 0, s>>>(
+          args_[0].ops.c, d.m, d.n, d.ldc, d.op == GemmOp::kGemmStridedBatched ? d.stride_c : 0,
+          d.batch, ref, tol.atol * std::max(rms_, 1e-30), tol.rtol, tot);
+      TUNABLE_CUDA_CHECK_LAUNCH();
+      return Status::ok();
+    }));
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, tot, sizeof h, cudaMemcpyDeviceToHost, s));
+    TUNABLE_CUDA_CHECK(cudaStreamSynchronize(s));
+    NumericsReport r;
+    r.ref_rms = rms_;
+    r.bad_elements = h.bad;
+    r.nonfinite = h.nonfinite;
+    std::memcpy(&r.max_abs_err, &h.max_abs_bits, sizeof(double));
+    std::memcpy(&r.max_rel_err, &h.max_rel_bits, sizeof(double));
+    r.passed = h.bad == 0;
+    *rep = r;
+    return Status::ok();
+  }
+
+  Status workspace(std::size_t bytes, void** ptr) override {
+    if (bytes > res_->workspace_limit())
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("{} bytes exceed the workspace limit of {}", bytes, res_->workspace_limit()));
+    if (ws_.size() < bytes) TUNABLE_RETURN_IF_ERROR(ws_.allocate(bytes));
+    *ptr = bytes ? ws_.get() : nullptr;
+    return Status::ok();
+  }
+
+ private:
+  CudaGemmResources* res_;
+  EventTimer timer_;
+  GemmDesc desc_;
+  std::size_t na_ = 0, nb_ = 0, nc_ = 0, off_b_ = 0, off_c_ = 0, off_bias_ = 0, off_scale_ = 0;
+  std::size_t per_copy_ = 0, copies_ = 1;
+  DeviceBuffer mem_, c_init_, ref_, totals_, ws_;
+  bool ref_is_double_ = false;
+  double rms_ = 0;
+  std::vector<GemmArgs> args_;
+};
+
+}  // namespace
+
+Status make_cuda_gemm_workload(CudaGemmResources* res, const GemmArgs& args, const Options& opt,
+                               std::unique_ptr<Workload<GemmArgs>>* out) {
+  auto w = std::make_unique<CudaGemmWorkload>(res);
+  TUNABLE_RETURN_IF_ERROR(w->init(args, opt));
+  *out = std::move(w);
+  return Status::ok();
+}
+
+}  // namespace tunable
