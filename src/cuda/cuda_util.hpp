@@ -91,9 +91,14 @@ class CudaStream {
 };
 
 /// Times back-to-back calls on one stream: an event before every call and one after the last,
-/// so consecutive events bracket exactly one call and no synchronization separates them.
+/// so consecutive events bracket exactly one call and no synchronization separates them. Every
+/// kCallsPerPrime calls a sleep kernel first holds the GPU while the host queues them, so small
+/// kernels are timed as the GPU runs them (as in a CUDA graph), not at the host's launch rate.
 class EventTimer final : public Timer {
  public:
+  static constexpr int kCallsPerPrime = 32;  // a multiple of kGroup
+  static constexpr int kGroup = 8;
+  static constexpr int kPrimeNsPerCall = 20000;  // generous host cost of one launch
   explicit EventTimer(cudaStream_t stream) : stream_(stream) {}
   Status time_calls(int n, const std::function<Status(int)>& fn,
                     std::vector<double>* times) override;

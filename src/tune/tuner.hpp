@@ -47,6 +47,8 @@ struct TuneOutcome {
 inline constexpr double kSlowEarly = 1.5;
 inline constexpr double kSlowLate = 1.15;
 inline constexpr int kFirstProbe = 3;
+/// Candidate 0 (Default) is kept unless the fastest is more than 1% faster.
+inline constexpr double kPreferDefaultWithin = 1.01;
 
 /// Iterations allowed by a (duration, iteration) cap pair for calls of `est_ms` each. A cap of 0
 /// is no cap; with both 0 the result is `when_uncapped`.
@@ -202,6 +204,17 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
     finish(Disposition::kPassed, "");
   }
 
+  // Default stays unless a candidate beats it by more than kPreferDefaultWithin: a tie within
+  // timing noise must not swap the library's own choice for an equal one.
+  for (const auto& c : out->candidates) {
+    if (c.name == candidates[0]->name() && c.disposition == Disposition::kPassed && out->best &&
+        out->best != candidates[0] && c.median_ms <= best * kPreferDefaultWithin) {
+      log.log(2, "{}keeping {} ({:.6g} ms): within {:.0f}% of {} ({:.6g} ms)", B, c.name, c.median_ms,
+              (kPreferDefaultWithin - 1) * 100, out->best->name(), best);
+      out->best = candidates[0];
+      best = c.median_ms;
+    }
+  }
   out->best_ms = best;
   out->wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t_begin).count();
   if (!out->best) {

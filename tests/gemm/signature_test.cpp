@@ -121,3 +121,24 @@ TEST(GemmValidate, NamesTheProblem) {
 
 }  // namespace
 }  // namespace tunable
+
+#include "gemm/cuda/cublaslt.hpp"
+
+namespace tunable {
+namespace {
+
+TEST(LtConfigName, RoundTrips) {
+  LtConfig c{21, 18, 12, 4, 2, 1, 3, 5, 0, true};
+  EXPECT_EQ(c.name(), "cublasLt_a21_t18_s12_k4_r2_w1_c3_cl5_i0_fa");
+  auto back = LtConfig::parse(c.name());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->name(), c.name());
+  c.fast_accum = false;
+  EXPECT_EQ(LtConfig::parse(c.name())->name(), c.name());
+  for (const char* bad : {"cublasLt_a1", "cublasLt_a1_t2_s3_k0_r0_w0_c0_cl0_i0", "Default",
+                          "cublasLt_a1_t2_s3_k1_r0_w0_c0_cl0_i0_fa_x", "cublasLt_a-1_t2_s3_k1_r0_w0_c0_cl0_i0"})
+    EXPECT_FALSE(LtConfig::parse(bad).has_value()) << bad;
+}
+
+}  // namespace
+}  // namespace tunable

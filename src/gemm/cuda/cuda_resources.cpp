@@ -50,6 +50,13 @@ Status LtPlan::create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan
   if (d.op == GemmOp::kScaledGemm) {
     const std::int8_t fa = fast_accum ? 1 : 0;
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
+    TUNABLE_RETURN_IF_ERROR(p->placeholder_scales.allocate(2 * sizeof(float)));
+    const float ones[2] = {1.0f, 1.0f};
+    TUNABLE_CUDA_CHECK(cudaMemcpy(p->placeholder_scales.get(), ones, sizeof ones, cudaMemcpyHostToDevice));
+    const void* sa = p->placeholder_scales.as<float>();
+    const void* sb = p->placeholder_scales.as<float>() + 1;
+    TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
+    TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
   }
   TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, p->ab_type, a_rows(d), a_cols(d), d.lda));
   TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, p->ab_type, b_rows(d), b_cols(d), d.ldb));
@@ -121,15 +128,17 @@ CudaGemmResources::~CudaGemmResources() {
 
 Status CudaGemmResources::workspace(cudaStream_t stream, std::size_t bytes, void** ptr) {
   *ptr = nullptr;
-  if (bytes == 0) return Status::ok();
   if (bytes > ws_limit_)
     return Status(StatusCode::kNotSupported,
                   fmt::format("workspace of {} bytes exceeds the limit of {}", bytes, ws_limit_));
   std::lock_guard<std::mutex> lock(ws_mu_);
   auto it = workspaces_.find(stream);
   if (it == workspaces_.end()) {
+    // Allocated at the first call on a stream outside capture, whatever that call needs, so a
+    // later captured call (perhaps of a solution that does need one) finds it.
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     TUNABLE_CUDA_CHECK(cudaStreamIsCapturing(stream, &cs));
+    if (cs != cudaStreamCaptureStatusNone && bytes == 0) return Status::ok();
     if (cs != cudaStreamCaptureStatusNone)
       return Status(StatusCode::kNotSupported,
                     "this stream was first used inside CUDA graph capture, where its GEMM "
@@ -138,7 +147,7 @@ Status CudaGemmResources::workspace(cudaStream_t stream, std::size_t bytes, void
     TUNABLE_RETURN_IF_ERROR(buf.allocate(ws_limit_));
     it = workspaces_.emplace(stream, std::move(buf)).first;
   }
-  *ptr = it->second.get();
+  *ptr = bytes ? it->second.get() : nullptr;
   return Status::ok();
 }
 

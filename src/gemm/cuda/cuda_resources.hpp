@@ -30,6 +30,9 @@ struct LtPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   bool fast_accum = false;
+  // Scaled GEMMs: cuBLASLt picks scale-aware kernels only when the scale pointers are set before
+  // the heuristic query, so the plan owns two device floats (1.0) it points at until a run.
+  DeviceBuffer placeholder_scales;
   std::mutex mu;
 
   static Status create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan>* out);

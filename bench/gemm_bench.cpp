@@ -1,0 +1,435 @@
+// The GEMM benchmark driver: tunes the LLM projection suite in one process (`tune`), then a second
+// process (`verify`) loads the results file and measures Default, the tuned solution and the best
+// of cuBLASLt's top-8 heuristics side by side, back-to-back and in CUDA graphs, against the
+// roofline floor (bytes / measured copy bandwidth, flops / measured matmul peak).
+#include <CLI/CLI.hpp>
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cuda/cuda_util.hpp"
+#include "gemm/cuda/cublaslt.hpp"
+#include "gemm/cuda/cuda_resources.hpp"
+#include "tune/tuner.hpp"
+#include "tunable/gemm.hpp"
+
+namespace tunable::bench {
+namespace {
+
+using json = nlohmann::json;
+
+struct Shape {
+  std::string model, layer;
+  std::int64_t n, k;  // weight [N, K]
+};
+
+struct Problem {
+  Shape shape;
+  std::int64_t tokens;
+  DataType dtype;
+  GemmDesc desc() const {
+    // y[M,N] = x[M,K] W[N,K]^T is BLAS "tn": m = N, n = M, k = K.
+    GemmDesc d = GemmDesc::make(dtype, Transpose::kT, Transpose::kN, shape.n, tokens, shape.k);
+    if (dtype == DataType::kF8E4M3) {
+      d.op = GemmOp::kScaledGemm;
+      d.out_dtype = DataType::kBF16;
+    }
+    return d;
+  }
+  std::string id() const {
+    return fmt::format("{}_{} M={} {}", shape.model, shape.layer, tokens, short_name(dtype));
+  }
+};
+
+[[noreturn]] void die(const std::string& msg) {
+  fmt::print(stderr, "tunable_bench: {}\n", msg);
+  std::exit(1);
+}
+void ok(const Status& s, const std::string& what) {
+  if (!s.is_ok()) die(what + ": " + s.to_string());
+}
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(fmt::format("{}: {}", what, cudaGetErrorString(e)));
+}
+
+std::vector<Shape> read_shapes(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) die("cannot read " + path);
+  std::vector<Shape> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("model,", 0) == 0) continue;
+    std::stringstream ss(line);
+    Shape s;
+    std::string n, k;
+    std::getline(ss, s.model, ',');
+    std::getline(ss, s.layer, ',');
+    std::getline(ss, n, ',');
+    std::getline(ss, k, ',');
+    s.n = std::stoll(n);
+    s.k = std::stoll(k);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Problem> suite(const std::vector<Shape>& shapes, const std::vector<std::int64_t>& ms,
+                           const std::vector<std::string>& dtypes, const std::string& filter) {
+  std::vector<Problem> out;
+  for (const auto& dn : dtypes) {
+    auto dt = parse_data_type(dn);
+    if (!dt) die("unknown dtype " + dn);
+    for (const auto& s : shapes) {
+      if (!filter.empty() && (s.model + "_" + s.layer).find(filter) == std::string::npos) continue;
+      // fp8 only for the 405B rows, as the suite specifies.
+      if (*dt == DataType::kF8E4M3 && s.model.find("405b") == std::string::npos) continue;
+      for (auto m : ms) out.push_back({s, m, *dt});
+    }
+  }
+  return out;
+}
+
+// Rotating operands: enough weight copies that they exceed twice the L2 (and at least 400 MB of
+// weights where memory allows, like the anchors), all holding random data.
+struct Operands {
+  std::vector<DeviceBuffer> a, b, c;
+  DeviceBuffer bias, scales;
+  std::vector<GemmOperands> ops;
+  Operands(const GemmDesc& d, std::size_t l2) {
+    const std::size_t wa = span(d.lda, a_rows(d), a_cols(d)) * size_of(d.dtype);
+    const std::size_t per = wa + span(d.ldb, b_rows(d), b_cols(d)) * size_of(d.dtype) +
+                            span(d.ldc, d.m, d.n) * size_of(d.out_dtype);
+    std::size_t copies = std::max<std::size_t>((400u << 20) / per + 1, 2 * l2 / per + 1);
+    copies = std::min<std::size_t>(copies, 64);
+    a.resize(copies);
+    b.resize(copies);
+    c.resize(copies);
+    ok(scales.allocate(8), "scales");
+    const float sc[2] = {0.5f, 1.5f};
+    ck(cudaMemcpy(scales.get(), sc, 8, cudaMemcpyHostToDevice), "scales");
+    ok(bias.allocate(d.m * size_of(d.out_dtype)), "bias");
+    for (std::size_t i = 0; i < copies; ++i) {
+      ok(a[i].allocate(wa), "A");
+      ok(b[i].allocate(span(d.ldb, b_rows(d), b_cols(d)) * size_of(d.dtype)), "B");
+      ok(c[i].allocate(span(d.ldc, d.m, d.n) * size_of(d.out_dtype)), "C");
+      ok(fill_random(a[i].get(), d.dtype, wa / size_of(d.dtype), 11 * i + 1, 1.0f, nullptr), "fill");
+      ok(fill_random(b[i].get(), d.dtype, b[i].size() / size_of(d.dtype), 11 * i + 2, 1.0f, nullptr), "fill");
+      ok(fill_random(c[i].get(), d.out_dtype, c[i].size() / size_of(d.out_dtype), 11 * i + 3, 1.0f, nullptr), "fill");
+      GemmOperands o{a[i].get(), b[i].get(), c[i].get()};
+      if (d.op == GemmOp::kScaledGemm) {
+        o.scale_a = scales.as<float>();
+        o.scale_b = scales.as<float>() + 1;
+      }
+      ops.push_back(o);
+    }
+    ck(cudaDeviceSynchronize(), "fill");
+  }
+};
+
+struct Timing {
+  double median_us = 0;
+  int iters = 0;
+};
+
+// Back-to-back: events around every call (the tuner's method), median. `fn(i)` runs call i.
+Timing time_b2b(cudaStream_t s, const std::function<Status(int)>& fn, double budget_ms = 25) {
+  EventTimer timer(s);
+  std::vector<double> t;
+  ok(timer.time_calls(5, fn, &t), "warmup");  // warmup
+  const double est = std::max(1e-3, median_of(t));
+  const int n = std::clamp(static_cast<int>(budget_ms / est), 10, 400);
+  t.clear();
+  ok(timer.time_calls(n, fn, &t), "timing");
+  return {median_of(t) * 1e3, n};
+}
+
+// In a CUDA graph: `per_graph` calls captured once, replays timed with events, median/call.
+Timing time_graph(cudaStream_t s, const std::function<Status(int)>& fn, int per_graph = 20,
+                  int replays = 15) {
+  for (int i = 0; i < 3; ++i) ok(fn(i), "graph warmup");  // tunes/allocates outside capture
+  ck(cudaStreamSynchronize(s), "sync");
+  cudaGraph_t g;
+  ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "capture");
+  Status st;
+  for (int i = 0; i < per_graph && st.is_ok(); ++i) st = fn(i);
+  ck(cudaStreamEndCapture(s, &g), "end capture");
+  ok(st, "captured call");
+  cudaGraphExec_t ge;
+  ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+  ck(cudaGraphLaunch(ge, s), "launch");
+  EventTimer timer(s);
+  std::vector<double> t;
+  ok(timer.time_calls(replays, [&](int) {
+       TUNABLE_CUDA_CHECK(cudaGraphLaunch(ge, s));
+       return Status::ok();
+     }, &t), "graph timing");
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  return {median_of(t) * 1e3 / per_graph, replays * per_graph};
+}
+
+double measure_copy_bw(cudaStream_t s) {
+  const std::size_t bytes = 1ull << 30;
+  DeviceBuffer a, b;
+  ok(a.allocate(bytes), "bw");
+  ok(b.allocate(bytes), "bw");
+  ok(fill_random(a.get(), DataType::kF32, bytes / 4, 5, 1.0f, s), "bw");
+  Timing t = time_b2b(s, [&](int) {
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s));
+    return Status::ok();
+  }, 300);
+  return 2.0 * bytes / (t.median_us * 1e-6);  // bytes read + written per second
+}
+
+double measure_peak(Context& plain, DataType dt, cudaStream_t s) {
+  const std::int64_t n = 8192;
+  GemmDesc d = GemmDesc::make(dt, Transpose::kT, Transpose::kN, n, n, n);
+  if (dt == DataType::kF8E4M3) {
+    d.op = GemmOp::kScaledGemm;
+    d.out_dtype = DataType::kBF16;
+  }
+  Operands o(d, 0);
+  Timing t = time_b2b(s, [&](int i) { return gemm(plain, d, o.ops[i % o.ops.size()], reinterpret_cast<Stream>(s)); }, 300);
+  return 2.0 * n * n * n / (t.median_us * 1e-6);
+}
+
+double geomean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return v.empty() ? 0 : std::exp(s / v.size());
+}
+
+Options base_options(const std::string& file) {
+  Options o = Options::from_environment();  // tuning caps may come from TUNABLE_* variables
+  o.enabled = true;
+  o.filename = file;
+  return o;
+}
+
+int run_tune(const std::vector<Problem>& probs, const std::string& file, const std::string& out) {
+  Options o = base_options(file);
+  o.tuning = true;
+  Context ctx(Device::cuda(0), o);
+  ok(ctx.load_results(), "results file");
+  json rows = json::array();
+  std::vector<double> secs;
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    const auto& p = probs[i];
+    const auto before = ctx.stats().tuned;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string sol;
+    ok(tune_gemm(ctx, p.desc(), &sol), p.id());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const bool tuned_now = ctx.stats().tuned > before;
+    if (tuned_now) secs.push_back(s);
+    rows.push_back({{"problem", p.id()}, {"seconds", s}, {"tuned_now", tuned_now}, {"solution", sol}});
+    fmt::print("[{}/{}] {} -> {} ({:.2f}s{})\n", i + 1, probs.size(), p.id(), sol, s,
+               tuned_now ? "" : ", already in file");
+    std::fflush(stdout);
+  }
+  std::vector<double> sorted = secs;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  const double mx = sorted.empty() ? 0 : sorted.back();
+  fmt::print("tuning time per problem: median {:.2f}s, max {:.2f}s over {} problems tuned now\n", med, mx,
+             secs.size());
+  json j = {{"rows", rows}, {"median_s", med}, {"max_s", mx}, {"tuned_now", secs.size()}};
+  std::ofstream(out + "/tuning_times.json") << j.dump(1);
+  return 0;
+}
+
+std::string svg_plot(const json& rows) {
+  // One bar per problem: tuned/Default (and heuristic-best/Default as a thin bar).
+  const int w = 8, gap = 2, h = 300, left = 40;
+  const int n = static_cast<int>(rows.size());
+  std::string s = fmt::format(
+      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='sans-serif' "
+      "font-size='10'>\n", left + n * (w + gap) + 20, h + 40);
+  auto y_of = [&](double v) { return h - std::clamp((v - 0.5) / 1.5, 0.0, 1.0) * h + 10; };
+  for (double v : {0.5, 1.0, 1.5, 2.0})
+    s += fmt::format("<line x1='{}' x2='{}' y1='{:.1f}' y2='{:.1f}' stroke='{}'/>"
+                     "<text x='2' y='{:.1f}'>{:.1f}x</text>\n",
+                     left, left + n * (w + gap), y_of(v), y_of(v), v == 1.0 ? "black" : "#ccc", y_of(v) + 3, v);
+  for (int i = 0; i < n; ++i) {
+    const double sp = rows[i]["speedup_tuned"], sh = rows[i]["speedup_heur"];
+    const int x = left + i * (w + gap);
+    const double y0 = y_of(1.0), y1 = y_of(sp);
+    s += fmt::format("<rect x='{}' y='{:.1f}' width='{}' height='{:.1f}' fill='{}'><title>{} {:.3f}x</title></rect>\n",
+                     x, std::min(y0, y1), w, std::fabs(y1 - y0) + 0.5, sp >= 1 ? "#2a7" : "#c33",
+                     rows[i]["problem"].get<std::string>(), sp);
+    s += fmt::format("<rect x='{}' y='{:.1f}' width='2' height='2' fill='#337'/>\n", x + 3, y_of(sh));
+  }
+  s += fmt::format("<text x='{}' y='{}'>bars: tuned / Default; dots: best of cuBLASLt top-8 / Default</text>\n",
+                   left, h + 32);
+  return s + "</svg>\n";
+}
+
+int run_verify(const std::vector<Problem>& probs, const std::string& file, const std::string& out,
+               bool graphs) {
+  cudaStream_t s;
+  ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  Options o = base_options(file);
+  o.tuning = false;  // this process only loads and measures
+  Context tuned(Device::cuda(0), o);
+  ok(tuned.load_results(), "results file");
+  Options po = o;
+  po.enabled = false;
+  Context plain(Device::cuda(0), po);
+  std::unique_ptr<CudaGemmResources> res;
+  ok(CudaGemmResources::create(0, static_cast<std::size_t>(o.workspace_mib) << 20, &res), "resources");
+  auto heur = make_lt_heuristic_provider(res.get());
+  const cudaDeviceProp& prop = device_properties(0);
+  int drv = 0;
+  cudaDriverGetVersion(&drv);
+
+  const double bw = measure_copy_bw(s);
+  std::map<DataType, double> peak;
+  for (const auto& p : probs)
+    if (!peak.count(p.dtype)) peak[p.dtype] = measure_peak(plain, p.dtype, s);
+  fmt::print("device {} ({} SMs, L2 {} MB), driver {}; copy {:.2f} TB/s", prop.name, prop.multiProcessorCount,
+             prop.l2CacheSize >> 20, drv, bw / 1e12);
+  for (auto& [dt, v] : peak) fmt::print("; {} peak {:.0f} TFLOP/s", short_name(dt), v / 1e12);
+  fmt::print("\n");
+
+  json rows = json::array();
+  std::map<std::string, std::vector<double>> sp_tuned, sp_heur;
+  int regressions = 0;
+  for (const auto& p : probs) {
+    const GemmDesc d = p.desc();
+    Operands ops(d, prop.l2CacheSize);
+    const std::size_t nc = ops.ops.size();
+    auto via = [&](Context& c) {
+      return [&, cptr = &c](int i) { return gemm(*cptr, d, ops.ops[i % nc], reinterpret_cast<Stream>(s)); };
+    };
+    const Timing t_def = time_b2b(s, via(plain));
+    const Timing t_tun = time_b2b(s, via(tuned));
+    // Best of cuBLASLt's top-8 heuristics, timed the same way.
+    std::vector<SolutionPtr<GemmArgs>> hs;
+    Status hst = heur->enumerate(GemmArgs{d, {}}, &hs);
+    double t_heur = t_def.median_us;
+    int nh = 0;
+    void* ws = nullptr;
+    ok(res->workspace(s, res->workspace_limit(), &ws), "workspace");
+    for (const auto& h : hs) {
+      if (nh >= 8 || h->name().find("_fa") != std::string::npos) continue;
+      if (!h->can_implement(GemmArgs{d, ops.ops[0]}).is_ok()) continue;
+      ++nh;
+      Timing th = time_b2b(s, [&](int i) {
+        return h->run(GemmArgs{d, ops.ops[i % nc]}, ws, res->workspace_limit(), reinterpret_cast<Stream>(s));
+      });
+      t_heur = std::min(t_heur, th.median_us);
+    }
+    (void)hst;
+    Timing g_def, g_tun;
+    if (graphs) {
+      g_def = time_graph(s, via(plain));
+      g_tun = time_graph(s, via(tuned));
+    }
+    std::string winner = "?";
+    for (const auto& r : tuned.results())
+      if (r.op_signature == op_signature(d) && r.params_signature == params_signature(d)) winner = r.solution;
+    const double flops = 2.0 * d.m * d.n * d.k;
+    const double bytes = (d.m * d.k + d.k * d.n) * size_of(d.dtype) + d.m * d.n * size_of(d.out_dtype);
+    const double floor_us = std::max(bytes / bw, flops / peak[p.dtype]) * 1e6;
+    const double spt = t_def.median_us / t_tun.median_us, sph = t_def.median_us / t_heur;
+    if (spt < 1 / 1.02) ++regressions;
+    const std::string key = short_name(p.dtype);
+    sp_tuned[key].push_back(spt);
+    sp_heur[key].push_back(sph);
+    sp_tuned["all"].push_back(spt);
+    sp_heur["all"].push_back(sph);
+    if (p.tokens <= 16) sp_tuned["M<=16"].push_back(spt), sp_heur["M<=16"].push_back(sph);
+    if (p.tokens <= 64) sp_tuned["M<=64"].push_back(spt), sp_heur["M<=64"].push_back(sph);
+    json row = {{"problem", p.id()}, {"model", p.shape.model}, {"layer", p.shape.layer}, {"M", p.tokens},
+                {"N", p.shape.n}, {"K", p.shape.k}, {"dtype", key}, {"default_us", t_def.median_us},
+                {"tuned_us", t_tun.median_us}, {"heur_best_us", t_heur}, {"n_heur", nh},
+                {"default_graph_us", g_def.median_us}, {"tuned_graph_us", g_tun.median_us},
+                {"winner", winner}, {"floor_us", floor_us}, {"efficiency", floor_us / t_tun.median_us},
+                {"default_efficiency", floor_us / t_def.median_us},
+                {"speedup_tuned", spt}, {"speedup_heur", sph}, {"bytes", bytes}, {"flops", flops}};
+    rows.push_back(row);
+    fmt::print("{:<36} def {:8.2f} tuned {:8.2f} heur8 {:8.2f} graph def {:7.2f} tuned {:7.2f} us | "
+               "floor {:7.2f} eff {:.2f} | {:.3f}x {}\n", p.id(), t_def.median_us, t_tun.median_us, t_heur,
+               g_def.median_us, g_tun.median_us, floor_us, floor_us / t_tun.median_us, spt, winner);
+    std::fflush(stdout);
+  }
+  json summary;
+  for (auto& [k, v] : sp_tuned) summary[k] = {{"geomean_tuned", geomean(v)}, {"geomean_heur8", geomean(sp_heur[k])},
+                                               {"count", v.size()}};
+  json j = {{"device", prop.name}, {"sm_count", prop.multiProcessorCount}, {"l2_bytes", prop.l2CacheSize},
+            {"driver", drv}, {"copy_bw", bw}, {"rows", rows}, {"summary", summary},
+            {"regressions_over_2pct", regressions}};
+  for (auto& [dt, v] : peak) j["peak_flops"][short_name(dt)] = v;
+  std::ofstream(out + "/gemm_verify.json") << j.dump(1);
+  std::ofstream csv(out + "/gemm_verify.csv");
+  csv << "problem,dtype,M,N,K,default_us,tuned_us,heur_best_us,default_graph_us,tuned_graph_us,floor_us,"
+         "efficiency,speedup_tuned,speedup_heur,winner\n";
+  for (const auto& r : rows)
+    csv << fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.4f},{}\n",
+                       r["problem"].get<std::string>(), r["dtype"].get<std::string>(), r["M"].get<long>(),
+                       r["N"].get<long>(), r["K"].get<long>(), r["default_us"].get<double>(),
+                       r["tuned_us"].get<double>(), r["heur_best_us"].get<double>(),
+                       r["default_graph_us"].get<double>(), r["tuned_graph_us"].get<double>(),
+                       r["floor_us"].get<double>(), r["efficiency"].get<double>(),
+                       r["speedup_tuned"].get<double>(), r["speedup_heur"].get<double>(),
+                       r["winner"].get<std::string>());
+  std::ofstream md(out + "/gemm_verify.md");
+  md << fmt::format("Device {} ({} SMs), driver {}, copy bandwidth {:.2f} TB/s\n\n", prop.name,
+                    prop.multiProcessorCount, drv, bw / 1e12);
+  md << "| set | problems | geomean tuned/Default | geomean best-of-8-heuristics/Default |\n|---|---|---|---|\n";
+  for (auto& [k, v] : sp_tuned)
+    md << fmt::format("| {} | {} | {:.3f} | {:.3f} |\n", k, v.size(), geomean(v), geomean(sp_heur[k]));
+  md << fmt::format("\nShapes slower than Default by more than 2%: {}\n\n", regressions);
+  md << "| problem | Default us | tuned us | heur-8 us | graph Default us | graph tuned us | floor us | eff | speedup | winner |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows)
+    md << fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {} |\n",
+                      r["problem"].get<std::string>(), r["default_us"].get<double>(), r["tuned_us"].get<double>(),
+                      r["heur_best_us"].get<double>(), r["default_graph_us"].get<double>(),
+                      r["tuned_graph_us"].get<double>(), r["floor_us"].get<double>(),
+                      r["efficiency"].get<double>(), r["speedup_tuned"].get<double>(),
+                      r["winner"].get<std::string>());
+  std::ofstream(out + "/gemm_verify.svg") << svg_plot(rows);
+  for (auto& [k, v] : sp_tuned)
+    fmt::print("geomean {:>6}: tuned/Default {:.3f}, best-of-8-heuristics/Default {:.3f} ({} problems)\n", k,
+               geomean(v), geomean(sp_heur[k]), v.size());
+  fmt::print("regressions over 2%: {}\n", regressions);
+  cudaStreamDestroy(s);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunable::bench
+
+int main(int argc, char** argv) {
+  using namespace tunable::bench;
+  CLI::App app{"tunable_bench: tune the LLM GEMM suite, then verify it in a second process"};
+  std::string mode = "verify", shapes_path = "bench/shapes/llm_gemm_shapes.csv", file = "bench_results.csv",
+              out = ".", filter;
+  std::vector<std::int64_t> ms = {1, 8, 16, 32, 64, 128, 512, 2048};
+  std::vector<std::string> dtypes = {"bf16", "fp16", "fp8e4m3"};
+  bool graphs = true;
+  app.add_option("mode", mode, "tune or verify")->check(CLI::IsMember({"tune", "verify"}));
+  app.add_option("--shapes", shapes_path, "CSV model,layer,N,K")->capture_default_str();
+  app.add_option("--file", file, "results file (ordinal inserted)")->capture_default_str();
+  app.add_option("--out", out, "directory for JSON/CSV/markdown/SVG")->capture_default_str();
+  app.add_option("--ms", ms, "token counts M")->delimiter(',');
+  app.add_option("--dtypes", dtypes, "bf16, fp16, fp8e4m3 (fp8 only for 405b rows)")->delimiter(',');
+  app.add_option("--filter", filter, "only shapes whose model_layer contains this");
+  app.add_flag("!--no-graphs", graphs, "skip the CUDA-graph timings");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const auto probs = suite(read_shapes(shapes_path), ms, dtypes, filter);
+    return mode == "tune" ? run_tune(probs, file, out) : run_verify(probs, file, out, graphs);
+  } catch (const tunable::Error& e) {
+    fmt::print(stderr, "tunable_bench: {}\n", e.what());
+    return 1;
+  }
+}

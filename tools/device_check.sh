@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
+# carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
+#   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused pack
+# Writes logs and results under $OUT (default ./device_out).
+set -uo pipefail
+OUT="${OUT:-$PWD/device_out}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/build:$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
+B=build
+RES="${BENCH_RESULTS:-$OUT/bench_results.csv}"
+BENCH_ENV=(TUNABLE_MAX_TUNING_DURATION_MS=10 TUNABLE_MAX_WARMUP_DURATION_MS=2 TUNABLE_CUBLASLT_EXHAUSTIVE=32)
+
+for step in "$@"; do
+  echo "=== $step $(date -u +%FT%TZ)"
+  case "$step" in
+    info)
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
+      nvcc --version | tail -1 | tee -a "$OUT/device.txt" ;;
+    tests)
+      for t in $B/tests/tunable_gpu_*tests; do
+        echo "--- $t"
+        "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$OUT/$(basename "$t").log" 2>&1
+        echo "exit $?"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran" "$OUT/$(basename "$t").log" | head -30
+      done ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/tunable_gpu_gemm_tests --gtest_brief=1 \
+          --gtest_filter="${SAN_FILTER:-GpuRuntime.*:Gpu/GpuGemm.*gemm_bf16_bf16_tn_67*:Gpu/GpuGemm.*scaled*256*}" \
+          > "$OUT/sanitize_gemm_$tool.log" 2>&1
+        echo "gemm $tool exit $?"; tail -3 "$OUT/sanitize_gemm_$tool.log"
+        for t in $B/tests/tunable_gpu_ops_tests $B/tests/tunable_gpu_skinny_tests; do
+          [ -x "$t" ] || continue
+          compute-sanitizer --tool $tool --error-exitcode 9 "$t" --gtest_brief=1 ${SAN_FILTER_OPS:+--gtest_filter=$SAN_FILTER_OPS} \
+            > "$OUT/sanitize_$(basename "$t")_$tool.log" 2>&1
+          echo "$(basename "$t") $tool exit $?"; tail -3 "$OUT/sanitize_$(basename "$t")_$tool.log"
+        done
+      done ;;
+    demo)
+      for dt in fp32 bf16; do
+        $B/tools/tunable tune --device cuda --m 512 --n 1024 --k 2048 --dtype $dt --trans nn \
+          --file "$OUT/demo_$dt.csv" --verbose 1 2>&1 | tail -25 | tee "$OUT/demo_$dt.log"
+      done ;;
+    bench-tune)
+      env "${BENCH_ENV[@]}" $B/bench/tunable_bench tune --file "$RES" --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
+        | tee "$OUT/bench_tune.log" | grep -E "tuning time|\[(1|50|100|150|200)/|error|tunable_bench" ;;
+    bench-verify)
+      env "${BENCH_ENV[@]}" $B/bench/tunable_bench verify --file "$RES" --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
+        | tee "$OUT/bench_verify.log" | tail -12 ;;
+    torch)
+      python3 bench/baselines/torch_gemm.py "$OUT/torch_linear.json" bf16 fp16 > "$OUT/torch_gemm.log" 2>&1
+      tail -3 "$OUT/torch_gemm.log" ;;
+    fused)
+      if [ -x $B/bench/tunable_fused_bench ]; then
+        $B/bench/tunable_fused_bench --out "$OUT" 2>&1 | tail -40 | tee "$OUT/fused_bench.log"
+        python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1; tail -5 "$OUT/fused_torch.log"
+      fi ;;
+    pack)
+      # The device tool brings back at most 8 files: bundle everything into one archive.
+      (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .) ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
