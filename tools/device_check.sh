@@ -4,13 +4,15 @@
 #   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused pack
 # Writes logs and results under $OUT (default ./device_out).
 set -uo pipefail
+# Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
+[ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
 OUT="${OUT:-$PWD/device_out}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build:$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
 B=build
 RES="${BENCH_RESULTS:-$OUT/bench_results.csv}"
-BENCH_ENV=(TUNABLE_MAX_TUNING_DURATION_MS=10 TUNABLE_MAX_WARMUP_DURATION_MS=2 TUNABLE_CUBLASLT_EXHAUSTIVE=32)
+BENCH_ENV=(${BENCH_ENV_OVERRIDE:-TUNABLE_VERBOSE=0})  # library defaults unless overridden
 
 for step in "$@"; do
   echo "=== $step $(date -u +%FT%TZ)"
@@ -52,10 +54,9 @@ for step in "$@"; do
       python3 bench/baselines/torch_gemm.py "$OUT/torch_linear.json" bf16 fp16 > "$OUT/torch_gemm.log" 2>&1
       tail -3 "$OUT/torch_gemm.log" ;;
     fused)
-      if [ -x $B/bench/tunable_fused_bench ]; then
-        $B/bench/tunable_fused_bench --out "$OUT" 2>&1 | tail -40 | tee "$OUT/fused_bench.log"
-        python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1; tail -5 "$OUT/fused_torch.log"
-      fi ;;
+      python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1; tail -3 "$OUT/fused_torch.log"
+      $B/bench/tunable_fused_bench --out "$OUT" --anchors bench/baselines/h100-torch-fused-ops.txt \
+        --torch "$OUT/fused_torch.json" > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
     pack)
       # The device tool brings back at most 8 files: bundle everything into one archive.
       (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .) ;;

@@ -48,7 +48,7 @@ struct Options {
   /// no warmup runs.
   int max_warmup_iterations = 10;
   /// TUNABLE_ROTATING_BUFFER_SIZE (MiB, default -1). -1: rotate enough input copies that their
-  /// total exceeds the last-level cache (L2 on a GPU, LLC on the CPU); 0: one copy, no rotation;
+  /// total exceeds twice the last-level cache (L2 on a GPU, LLC on the CPU); 0: one copy, no rotation;
   /// N > 0: at least N MiB of copies.
   int rotating_buffer_size_mib = -1;
   /// TUNABLE_RECORD_UNTUNED (0/1, default 0): append every miss to `untuned_filename`

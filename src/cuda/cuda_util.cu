@@ -167,7 +167,7 @@ Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
     if (i % kCallsPerPrime == 0) {
       // Prime the queue: while this sleeps the host enqueues the next calls, so what the events
       // bracket is the GPU running them back to back, not the host's launch rate.
-      kernel_sleep<<<1, 1, 0, stream_>>>(static_cast<unsigned long long>(kPrimeNsPerCall) *
+      kernel_sleep<<<1, 1, 0, stream_>>>(static_cast<unsigned long long>(prime_ns_per_call_) *
                                          std::min(kCallsPerPrime, n - i));
       TUNABLE_CUDA_CHECK_LAUNCH();
     }

@@ -98,13 +98,16 @@ class EventTimer final : public Timer {
  public:
   static constexpr int kCallsPerPrime = 32;  // a multiple of kGroup
   static constexpr int kGroup = 8;
-  static constexpr int kPrimeNsPerCall = 20000;  // generous host cost of one launch
-  explicit EventTimer(cudaStream_t stream) : stream_(stream) {}
+  /// prime_ns_per_call: how long the GPU is held per queued call; it must exceed the host's cost
+  /// of one launch (20 us covers a direct library call; callers timing through more layers pass more).
+  explicit EventTimer(cudaStream_t stream, int prime_ns_per_call = 20000)
+      : stream_(stream), prime_ns_per_call_(prime_ns_per_call) {}
   Status time_calls(int n, const std::function<Status(int)>& fn,
                     std::vector<double>* times) override;
 
  private:
   cudaStream_t stream_;
+  int prime_ns_per_call_;
   std::vector<CudaEvent> events_;
 };
 

@@ -11,8 +11,11 @@ namespace {
 
 Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
   ContextImpl& c = ctx.impl();
+  const std::string sig = op_signature(d);
+  // Hot path: the op exists; its hooks (providers, handles) were built once.
+  if ((*op = c.find_op<TunableOp<GemmArgs>>(sig)) != nullptr) return Status::ok();
   OpHooks<GemmArgs> hooks;
-  hooks.op_signature = op_signature(d);
+  hooks.op_signature = sig;
   hooks.key = gemm_key;
   hooks.params_signature = [](const GemmArgs& a) { return params_signature(a.desc); };
   if (c.device().kind == DeviceKind::kCpu) {

@@ -127,6 +127,9 @@ Status validate(const GemmDesc& d, const GemmOperands& o) {
   auto misaligned = [](const void* p, std::size_t align) {
     return reinterpret_cast<std::uintptr_t>(p) % align != 0;
   };
+  // cuBLASLt refuses FP8 scale pointers that are not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED).
+  if (d.op == GemmOp::kScaledGemm && (misaligned(o.scale_a, 16) || misaligned(o.scale_b, 16)))
+    return Status(StatusCode::kMisaligned, "ScaledGemm scale_a and scale_b must be 16-byte aligned");
   const std::size_t in = size_of(d.dtype), out = size_of(d.out_dtype);
   if (misaligned(o.a, in) || misaligned(o.b, in))
     return Status(StatusCode::kMisaligned,

@@ -77,6 +77,14 @@ class ContextImpl {
     return *static_cast<T*>(slot.get());
   }
 
+  /// The op registered under `op_signature`, or nullptr.
+  template <class Op>
+  Op* find_op(const std::string& op_signature) {
+    std::lock_guard<std::mutex> lock(ops_mu_);
+    auto it = ops_.find(op_signature);
+    return it == ops_.end() ? nullptr : static_cast<Op*>(it->second.get());
+  }
+
   /// The op registered under `op_signature`, created by `make` on first use.
   template <class Op>
   Op& op(const std::string& op_signature, const std::function<std::unique_ptr<Op>()>& make) {

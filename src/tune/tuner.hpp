@@ -47,6 +47,9 @@ struct TuneOutcome {
 inline constexpr double kSlowEarly = 1.5;
 inline constexpr double kSlowLate = 1.15;
 inline constexpr int kFirstProbe = 3;
+/// The final phase re-times this many of the fastest (plus Default) in kFinalRounds rounds.
+inline constexpr std::size_t kFinalists = 3;
+inline constexpr int kFinalRounds = 3;
 /// Candidate 0 (Default) is kept unless the fastest is more than 1% faster.
 inline constexpr double kPreferDefaultWithin = 1.01;
 
@@ -204,16 +207,54 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
     finish(Disposition::kPassed, "");
   }
 
+  // Final phase: the fastest few and Default are timed again in interleaved rounds, so clock or
+  // thermal drift over the tuning run cannot favour whichever candidate was timed first. Each
+  // finalist gets at most its own timed-phase iteration count again, split over the rounds.
+  std::vector<std::size_t> fin;
+  for (std::size_t id = 0; id < out->candidates.size(); ++id)
+    if (out->candidates[id].disposition == Disposition::kPassed) fin.push_back(id);
+  std::sort(fin.begin(), fin.end(), [&](std::size_t a, std::size_t b) {
+    return out->candidates[a].median_ms < out->candidates[b].median_ms;
+  });
+  if (fin.size() > kFinalists) fin.resize(kFinalists);
+  if (out->candidates[0].disposition == Disposition::kPassed &&
+      std::find(fin.begin(), fin.end(), std::size_t{0}) == fin.end())
+    fin.push_back(0);
+  if (fin.size() > 1) {
+    std::vector<std::vector<double>> samples(fin.size());
+    for (int round = 0; round < kFinalRounds; ++round) {
+      for (std::size_t f = 0; f < fin.size(); ++f) {
+        const auto& sol = candidates[fin[f]];
+        void* ws = nullptr;
+        const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
+        Status st = wl.workspace(ws_bytes, &ws);
+        const int n = std::max(1, out->candidates[fin[f]].timed_iters / kFinalRounds);
+        if (st.is_ok())
+          st = wl.timer().time_calls(n, [&](int) { return sol->run(next_copy(), ws, ws_bytes, wl.stream()); },
+                                     &samples[f]);
+        if (!st.is_ok()) return st;
+      }
+    }
+    best = INFINITY;
+    for (std::size_t f = 0; f < fin.size(); ++f) {
+      CandidateOutcome& c = out->candidates[fin[f]];
+      c.median_ms = median_of(samples[f]);
+      log.log(2, "{}final {:.6g} ms {}", B, c.median_ms, c.name);
+      if (c.median_ms < best) {
+        best = c.median_ms;
+        out->best = candidates[fin[f]];
+      }
+    }
+  }
   // Default stays unless a candidate beats it by more than kPreferDefaultWithin: a tie within
   // timing noise must not swap the library's own choice for an equal one.
-  for (const auto& c : out->candidates) {
-    if (c.name == candidates[0]->name() && c.disposition == Disposition::kPassed && out->best &&
-        out->best != candidates[0] && c.median_ms <= best * kPreferDefaultWithin) {
-      log.log(2, "{}keeping {} ({:.6g} ms): within {:.0f}% of {} ({:.6g} ms)", B, c.name, c.median_ms,
-              (kPreferDefaultWithin - 1) * 100, out->best->name(), best);
-      out->best = candidates[0];
-      best = c.median_ms;
-    }
+  const CandidateOutcome& def = out->candidates[0];
+  if (def.disposition == Disposition::kPassed && out->best && out->best != candidates[0] &&
+      def.median_ms <= best * kPreferDefaultWithin) {
+    log.log(2, "{}keeping {} ({:.6g} ms): within {:.0f}% of {} ({:.6g} ms)", B, def.name,
+            def.median_ms, (kPreferDefaultWithin - 1) * 100, out->best->name(), best);
+    out->best = candidates[0];
+    best = def.median_ms;
   }
   out->best_ms = best;
   out->wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t_begin).count();

@@ -181,8 +181,9 @@ TEST_F(Fixture, IterationCapRespectedIncludingProbes) {
   for (const char* n : {"Default", "other"}) {
     EXPECT_EQ(outcome(o, n).timed_iters, 7) << n;
     EXPECT_EQ(outcome(o, n).warmup_iters, 4) << n;
-    // check run + warmup (the estimate call is the first warmup iteration) + timed
-    EXPECT_EQ(clock.calls[n], 1 + 4 + 7) << n;
+    // check run + warmup (the estimate call is the first warmup iteration) + timed, then the
+    // final phase: 3 rounds of 7/3 calls.
+    EXPECT_EQ(clock.calls[n], 1 + 4 + 7 + 3 * 2) << n;
   }
 }
 
@@ -197,7 +198,7 @@ TEST_F(Fixture, DurationCapBindsAndAtLeastOneIteration) {
   EXPECT_EQ(outcome(o, "Default").timed_iters, 10);
   EXPECT_EQ(outcome(o, "Default").warmup_iters, 0);
   EXPECT_EQ(outcome(o, "huge").timed_iters, 1);
-  EXPECT_EQ(clock.calls["Default"], 1 + 1 + 10);  // check + estimate + timed
+  EXPECT_EQ(clock.calls["Default"], 1 + 1 + 10 + 3 * 3);  // check + estimate + timed + final
 }
 
 TEST_F(Fixture, DurationCapStopsWhenEstimateWasOptimistic) {
@@ -224,6 +225,32 @@ TEST_F(Fixture, ChoosesByMedianNotMean) {
   auto o = tune();
   EXPECT_EQ(o.best->name(), "spiky");
   EXPECT_DOUBLE_EQ(outcome(o, "spiky").median_ms, 0.5);
+}
+
+TEST_F(Fixture, FinalRoundsUndoAnEarlyLuckyTiming) {
+  opt.max_tuning_iterations = 9;
+  opt.max_tuning_duration_ms = 0;
+  opt.max_warmup_iterations = 0;
+  opt.max_warmup_duration_ms = 0;
+  add("Default", 1.0, {1.0});
+  // Timed fast while it was first measured (check, estimate, 9 timed), slow ever after.
+  std::vector<double> t(11, 0.5);
+  t.resize(60, 2.0);
+  add("lucky", 1.0, t);
+  auto o = tune();
+  EXPECT_EQ(o.best->name(), "Default");
+  EXPECT_DOUBLE_EQ(outcome(o, "lucky").median_ms, 2.0);
+}
+
+TEST_F(Fixture, DefaultKeptWithinOnePercent) {
+  opt.max_tuning_iterations = 9;
+  opt.max_tuning_duration_ms = 0;
+  add("Default", 1.0, {1.0});
+  add("barely", 1.0, {0.995});
+  add("clearly", 1.0, {0.97});
+  EXPECT_EQ(tune().best->name(), "clearly");
+  cands.pop_back();
+  EXPECT_EQ(tune().best->name(), "Default");
 }
 
 TEST_F(Fixture, NoCandidatePassing) {

@@ -30,7 +30,7 @@ class CpuGemmWorkload final : public Workload<GemmArgs> {
     nc_ = sc_ * d.batch;
     const std::size_t per_copy = (na_ + nb_ + nc_) * es;
     std::size_t target = 0;
-    if (opt.rotating_buffer_size_mib < 0) target = cpu_last_level_cache_bytes();
+    if (opt.rotating_buffer_size_mib < 0) target = 2 * cpu_last_level_cache_bytes();
     else target = static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
     copies_ = rotating_copies(per_copy, target, 64);
     bytes_per_copy_ = per_copy;

@@ -50,11 +50,11 @@ Status LtPlan::create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan
   if (d.op == GemmOp::kScaledGemm) {
     const std::int8_t fa = fast_accum ? 1 : 0;
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
-    TUNABLE_RETURN_IF_ERROR(p->placeholder_scales.allocate(2 * sizeof(float)));
-    const float ones[2] = {1.0f, 1.0f};
+    TUNABLE_RETURN_IF_ERROR(p->placeholder_scales.allocate(8 * sizeof(float)));
+    const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     TUNABLE_CUDA_CHECK(cudaMemcpy(p->placeholder_scales.get(), ones, sizeof ones, cudaMemcpyHostToDevice));
     const void* sa = p->placeholder_scales.as<float>();
-    const void* sb = p->placeholder_scales.as<float>() + 1;
+    const void* sb = p->placeholder_scales.as<float>() + 4;  // 16-byte aligned, as cuBLASLt needs
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
   }

@@ -70,8 +70,9 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     off_scale_ = off_bias_ + round_up(static_cast<std::size_t>(d.m) * out);
     per_copy_ = off_scale_ + kAlign;
     const std::size_t l2 = static_cast<std::size_t>(device_properties(res_->ordinal()).l2CacheSize);
+    // Twice the L2, so every call reads its inputs from memory as in real use.
     const std::size_t target = opt.rotating_buffer_size_mib < 0
-                                   ? l2
+                                   ? 2 * l2
                                    : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
     copies_ = rotating_copies(per_copy_, target, 64);
     TUNABLE_RETURN_IF_ERROR(mem_.allocate(per_copy_ * copies_));
@@ -88,14 +89,14 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
       a.ops.bias = d.epilogue != Epilogue::kNone ? base + off_bias_ : nullptr;
       const bool scaled = d.op == GemmOp::kScaledGemm;
       a.ops.scale_a = scaled ? reinterpret_cast<const float*>(base + off_scale_) : nullptr;
-      a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_) + 1 : nullptr;
+      a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_ + 16) : nullptr;
       const std::uint64_t sd = seed + 0x1000 * i;
       TUNABLE_RETURN_IF_ERROR(fill_random(base, d.dtype, na_, sd + 1, 1.0f, s));
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_b_, d.dtype, nb_, sd + 2, 1.0f, s));
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_c_, d.out_dtype, nc_, sd + 3, 1.0f, s));
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_bias_, d.out_dtype, d.m, sd + 4, 1.0f, s));
-      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_, scales, sizeof scales,
-                                         cudaMemcpyHostToDevice, s));
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_, &scales[0], 4, cudaMemcpyHostToDevice, s));
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_ + 16, &scales[1], 4, cudaMemcpyHostToDevice, s));
     }
     if (d.beta != 0) {
       TUNABLE_RETURN_IF_ERROR(c_init_.allocate(nc_ * out));

@@ -1,0 +1,245 @@
+// Device helpers shared by the fused-op kernels: element conversion, FP8 e4m3 saturation,
+// 16-byte vector load/store, the one warp/group reduction (shuffle + shared memory) and the one
+// runtime-dtype-to-template dispatch.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "tunable/types.hpp"
+
+namespace tunable::kernels {
+
+/// Largest finite e4m3 value; FP8 outputs saturate to +-kFp8E4M3Max.
+inline constexpr float kFp8E4M3Max = 448.0f;
+/// Floor of a dynamic per-token scale (vLLM's value): an all-zero row still gets a finite scale.
+inline constexpr float kFp8MinScale = 1.0f / (kFp8E4M3Max * 512.0f);
+
+using fp8_e4m3 = __nv_fp8_e4m3;
+
+template <class T>
+inline constexpr bool kIsFp8 = std::is_same_v<T, fp8_e4m3>;
+
+// ---- element conversion (fp32 math everywhere, one rounding on the way out) --------------------
+
+template <class T>
+__device__ __forceinline__ float to_float(T v);
+template <>
+__device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+/// bf16 -> fp32 as an integer shift, which the compiler can recompute instead of keeping fp32
+/// copies of a cached row alive in registers.
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __uint_as_float(static_cast<unsigned int>(__bfloat16_as_ushort(v)) << 16);
+}
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+/// Round to nearest e4m3, saturating to +-448 (NaN stays NaN).
+template <>
+__device__ __forceinline__ fp8_e4m3 from_float<fp8_e4m3>(float v) {
+  fp8_e4m3 r;
+  r.__x = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+  return r;
+}
+
+// ---- vectors --------------------------------------------------------------------------------------
+
+/// N elements of T moved as one access: 16 bytes for the vectorized kernels, one element for the
+/// scalar fallbacks. Pointers passed to load_vec/store_vec must be aligned to sizeof(Vec).
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+/// Elements of T in one 16-byte access.
+template <class T>
+inline constexpr int kVec16 = 16 / static_cast<int>(sizeof(T));
+
+namespace detail {
+template <int Bytes>
+struct Word;
+template <> struct Word<16> { using type = uint4; };
+template <> struct Word<8> { using type = uint2; };
+template <> struct Word<4> { using type = unsigned int; };
+template <> struct Word<2> { using type = unsigned short; };
+template <> struct Word<1> { using type = unsigned char; };
+}  // namespace detail
+
+/// Coherent load (the buffer may be written by this kernel, e.g. the residual or an in-place x).
+template <class V>
+__device__ __forceinline__ V load_vec(const void* p) {
+  using W = typename detail::Word<sizeof(V)>::type;
+  W w = *static_cast<const W*>(p);
+  V v;
+  memcpy(&v, &w, sizeof(V));
+  return v;
+}
+
+/// Load through the read-only path, for buffers no kernel of this launch writes (weights).
+template <class V>
+__device__ __forceinline__ V load_vec_ro(const void* p) {
+  using W = typename detail::Word<sizeof(V)>::type;
+  W w = __ldg(static_cast<const W*>(p));
+  V v;
+  memcpy(&v, &w, sizeof(V));
+  return v;
+}
+
+/// Streaming load (evict-first): data read exactly once.
+template <class V>
+__device__ __forceinline__ V load_vec_stream(const void* p) {
+  using W = typename detail::Word<sizeof(V)>::type;
+  W w = __ldcs(static_cast<const W*>(p));
+  V v;
+  memcpy(&v, &w, sizeof(V));
+  return v;
+}
+
+template <class V>
+__device__ __forceinline__ void store_vec(void* p, const V& v) {
+  using W = typename detail::Word<sizeof(V)>::type;
+  W w;
+  memcpy(&w, &v, sizeof(V));
+  *static_cast<W*>(p) = w;
+}
+
+// ---- reductions -----------------------------------------------------------------------------------
+
+struct SumOp {
+  template <class V>
+  __device__ __forceinline__ V operator()(V a, V b) const { return a + b; }
+  template <class V>
+  static __device__ __forceinline__ V identity() { return V(0); }
+};
+
+/// Max of non-negative values (identity 0).
+struct MaxOp {
+  template <class V>
+  __device__ __forceinline__ V operator()(V a, V b) const { return a > b ? a : b; }
+  template <class V>
+  static __device__ __forceinline__ V identity() { return V(0); }
+};
+
+/// Reduces v over the warp; every lane receives the result.
+template <class V, class Op>
+__device__ __forceinline__ V warp_reduce(V v, Op op) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/// Reduces v over each group of `group_warps` consecutive warps of the block (a whole block when
+/// group_warps == blockDim.x / 32); every thread of a group receives its group's result.
+/// group_warps must be uniform over the block and <= 32. When it is > 1 every thread of the block
+/// must call this (one __syncthreads) and `scratch` (one V per warp of the block) must not be
+/// reused by another reduction before the block's next barrier.
+template <class V, class Op>
+__device__ __forceinline__ V group_reduce(V v, int group_warps, V* scratch, Op op) {
+  v = warp_reduce(v, op);
+  if (group_warps == 1) return v;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const int first = warp - warp % group_warps;
+  v = lane < group_warps ? scratch[first + lane] : Op::template identity<V>();
+  return warp_reduce(v, op);
+}
+
+// ---- programmatic dependent launch (sm_90+) -------------------------------------------------------
+
+/// First statement of every fused-op kernel: waits until the previous grid in the stream has
+/// completed and its writes are visible (a no-op without a programmatic launch). Nothing may touch
+/// global memory before it, so a PDL launch is exactly as safe as a serialized one.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Lets the next PDL kernel of the stream be scheduled (it still waits for this grid to finish in
+/// its own pdl_wait): its launch latency overlaps this kernel instead of following it.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// Whether `kernel` may be launched with programmatic stream serialization on the current device:
+/// compute capability >= 9.0 and device code built for sm_90+ (otherwise pdl_wait() compiled to
+/// nothing and an early start would race). The build half is cached per kernel signature: one
+/// build compiles all kernels of a signature for the same architectures.
+template <class Kernel>
+bool pdl_supported(Kernel kernel) {
+  static const int ptx = [&] {
+    cudaFuncAttributes a{};
+    if (cudaFuncGetAttributes(&a, kernel) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return a.ptxVersion;
+  }();
+  if (ptx < 90) return false;
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return major >= 9;
+}
+
+/// kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch where the
+/// kernel and device support it.
+template <class... Params, class... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                          cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_supported(kernel) ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// ---- dispatch ---------------------------------------------------------------------------------------
+
+/// Calls fn(T{}) with the element type of `t` (fp32, fp16, bf16); cudaErrorInvalidValue otherwise.
+template <class Fn>
+cudaError_t dispatch_float_type(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kF32: return fn(float{});
+    case DataType::kF16: return fn(__half{});
+    case DataType::kBF16: return fn(__nv_bfloat16{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+/// Grid-size arithmetic in 64 bits.
+__host__ __device__ inline constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace tunable::kernels

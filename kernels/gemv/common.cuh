@@ -1,0 +1,518 @@
+// Shared pieces of the skinny GEMM kernels (decode, M <= 64): the one argument struct, guarded
+// 16-byte loads, the element traits (bf16, fp16, fp8 e4m3: conversion to fp32, CUDA-core dot
+// products and the tensor-core step), the warp transpose-reduction, the epilogue, the
+// deterministic split-K reduction kernel, and the host helpers every launcher uses (device
+// limits and occupancy read from the device, split planning, programmatic dependent launch).
+//
+// Problem, as the kernels see it (cuBLAS "tn" with the weight on the MMA's M side):
+//   y[j][i] = act(alpha * scale_a * scale_b * sum_p W[i][p] * x[j][p] + beta * y[j][i] + bias[i])
+//   W: m rows of k elements, row stride lda (A of the GEMM); x: n rows of k, stride ldb (B);
+//   y: column-major m x n with leading dimension ldc (C), so y[j][i] lives at y[i + j * ldc].
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tunable::kernels {
+
+enum class SkinnyIn : int { kBF16, kF16, kE4M3 };
+enum class SkinnyOut : int { kBF16, kF16, kF32 };
+enum class SkinnyAct : int { kNone, kRelu, kGelu };
+
+/// Arguments of every skinny kernel (passed as one __grid_constant__ struct).
+struct SkinnyParams {
+  const void* w = nullptr;        ///< W[m][k], row stride lda elements; rows 16-byte aligned
+  const void* x = nullptr;        ///< x[n][k], row stride ldb elements; rows 16-byte aligned
+  void* y = nullptr;              ///< y: m x n column-major, y[i + j * ldc], out type
+  const void* bias = nullptr;     ///< m elements of the out type, or null
+  const float* scale_a = nullptr; ///< device scalar multiplying the result, or null (fp8 only)
+  const float* scale_b = nullptr; ///< device scalar multiplying the result, or null (fp8 only)
+  float* partial = nullptr;       ///< [splits][n][m] fp32 partial sums when splits > 1
+  long long lda = 0, ldb = 0, ldc = 0;  ///< elements
+  int m = 0, n = 0, k = 0;        ///< weight rows, tokens (1..64), reduction length
+  int kc = 0;                     ///< K elements per split, a multiple of the kernel's granule
+  int splits = 1;                 ///< K splits (gridDim.y); 1 writes y directly
+  float alpha = 1.f, beta = 0.f;  ///< beta == 0: y is never read (it may hold NaN)
+  float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^16)
+  SkinnyOut out = SkinnyOut::kBF16;
+  SkinnyAct act = SkinnyAct::kNone;
+};
+
+/// What a launcher is asked to do: the problem plus the K-split request.
+struct SkinnyLaunch {
+  SkinnyParams p;      ///< splits/kc/acc_scale are filled in by the launcher
+  int splits = 0;      ///< requested K splits: >= 1 fixed, 0 = auto (fill the device)
+  int max_splits = 1;  ///< cap for auto (partial-traffic bound), >= 1
+  std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
+};
+
+namespace skinny_detail {
+
+// ---- loads -------------------------------------------------------------------------------------
+
+/// 16 bytes of the weight stream, read exactly once: read-only path, no L1 allocation. Zero when
+/// !pred (the predicate lives inside the asm so the compiler can never speculate the access).
+__device__ __forceinline__ uint4 ld_stream16(const void* p, bool pred) {
+  uint4 r;
+  asm("{\n"
+      " .reg .pred q;\n"
+      " setp.ne.b32 q, %5, 0;\n"
+      " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+      " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      "}\n"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p), "r"(static_cast<int>(pred)));
+  return r;
+}
+
+/// 16 bytes of the activations, reused by every row block: read-only path, cached in L1.
+__device__ __forceinline__ uint4 ld_cached16(const void* p, bool pred) {
+  uint4 r;
+  asm("{\n"
+      " .reg .pred q;\n"
+      " setp.ne.b32 q, %5, 0;\n"
+      " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+      " @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      "}\n"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p), "r"(static_cast<int>(pred)));
+  return r;
+}
+
+// ---- element traits --------------------------------------------------------------------------------
+//
+// Each traits type says how many elements one 16-byte vector holds (kVec), converts a vector to
+// fp32 for the CUDA-core kernels, and runs the tensor-core step of the MMA kernel on one 16-byte
+// vector per thread. The MMA step relies on the reduction being order-free: within a chunk of
+// 4 * kVec K elements, lane (g, t) of a warp (g = lane / 4, t = lane % 4) loads the 16 bytes at
+// K offset t * kVec of weight rows g and g + 8 and of token g. Its four 32-bit words feed two MMAs
+// (words 0,1 the first, words 2,3 the second), and the register holding weight elements
+// {p, p+1, ...} always meets the register holding x elements {p, p+1, ...}: the MMA pairs A
+// column c with B row c, and the registers of lane t for A columns {2t, 2t+1 | 2t+8, 2t+9}
+// (16-bit; {4t..4t+3 | 4t+16..4t+19} for 8-bit) are exactly B's rows for the same lane. So each MMA
+// sums a permutation of 2 * kVec K elements, and the pair of MMAs covers the lane quad's 64 bytes.
+
+struct Bf16Traits {
+  static constexpr int kVec = 8;
+  static constexpr int kBytes = 2;
+  __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+  /// c += A(16 x 2kVec) * B(2kVec x 8): a0/a1 rows g and g + 8 of the weight, b token g.
+  __device__ __forceinline__ static void mma(float (&c)[4], const uint4& a0, const uint4& a1,
+                                             const uint4& b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0.x), "r"(a1.x), "r"(a0.y), "r"(a1.y), "r"(b.x), "r"(b.y));
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0.z), "r"(a1.z), "r"(a0.w), "r"(a1.w), "r"(b.z), "r"(b.w));
+#else
+    // Launchers refuse MMA kernels whose code was built for a pre-sm_80 target (ptx_version).
+    (void)c, (void)a0, (void)a1, (void)b;
+    __trap();
+#endif
+  }
+};
+
+struct F16Traits {
+  static constexpr int kVec = 8;
+  static constexpr int kBytes = 2;
+  __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      __half2 h;
+      memcpy(&h, &w[i], 4);
+      const float2 p = __half22float2(h);
+      f[2 * i] = p.x;
+      f[2 * i + 1] = p.y;
+    }
+  }
+  __device__ __forceinline__ static void mma(float (&c)[4], const uint4& a0, const uint4& a1,
+                                             const uint4& b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0.x), "r"(a1.x), "r"(a0.y), "r"(a1.y), "r"(b.x), "r"(b.y));
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0.z), "r"(a1.z), "r"(a0.w), "r"(a1.w), "r"(b.z), "r"(b.w));
+#else
+    // Launchers refuse MMA kernels whose code was built for a pre-sm_80 target (ptx_version).
+    (void)c, (void)a0, (void)a1, (void)b;
+    __trap();
+#endif
+  }
+};
+
+/// fp8 e4m3 (bias 7, no infinities). to_float returns value * 2^-8: the byte's low 7 bits shifted
+/// into an fp16's exponent/mantissa field give exactly value * 2^-8 for normals and subnormals
+/// alike (fp16 keeps subnormals), so one shift and one LOP3 per two elements replace the
+/// conversion instructions; kernels multiply the result by 2^16 (acc_scale) to undo both inputs'
+/// 2^-8. The tensor-core step needs sm_89+ (mma ... e4m3); older targets compile it out.
+struct E4M3Traits {
+  static constexpr int kVec = 16;
+  static constexpr int kBytes = 1;
+  static constexpr float kAccScale = 65536.f;
+  __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      // [b1 0 b0 0] and [b3 0 b2 0]: each byte in the high byte of a 16-bit lane.
+      const unsigned lo = __byte_perm(w[i], 0u, 0x1404u);
+      const unsigned hi = __byte_perm(w[i], 0u, 0x3424u);
+      const unsigned hl = (lo & 0x80008000u) | ((lo >> 1) & 0x3f803f80u);
+      const unsigned hh = (hi & 0x80008000u) | ((hi >> 1) & 0x3f803f80u);
+      __half2 a, b;
+      memcpy(&a, &hl, 4);
+      memcpy(&b, &hh, 4);
+      const float2 fa = __half22float2(a), fb = __half22float2(b);
+      f[4 * i] = fa.x;
+      f[4 * i + 1] = fa.y;
+      f[4 * i + 2] = fb.x;
+      f[4 * i + 3] = fb.y;
+    }
+  }
+  __device__ __forceinline__ static void mma(float (&c)[4], const uint4& a0, const uint4& a1,
+                                             const uint4& b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0.x), "r"(a1.x), "r"(a0.y), "r"(a1.y), "r"(b.x), "r"(b.y));
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0.z), "r"(a1.z), "r"(a0.w), "r"(a1.w), "r"(b.z), "r"(b.w));
+#else
+    // Launchers refuse fp8 MMA kernels whose code was built for an older target (ptx_version).
+    (void)c, (void)a0, (void)a1, (void)b;
+    __trap();
+#endif
+  }
+};
+
+template <SkinnyIn In>
+struct TraitsOf;
+template <>
+struct TraitsOf<SkinnyIn::kBF16> {
+  using type = Bf16Traits;
+};
+template <>
+struct TraitsOf<SkinnyIn::kF16> {
+  using type = F16Traits;
+};
+template <>
+struct TraitsOf<SkinnyIn::kE4M3> {
+  using type = E4M3Traits;
+};
+
+// ---- warp reduction --------------------------------------------------------------------------------
+
+/// One halving step of warp_sum_transposed: lanes with bit OFF set keep the upper half of the
+/// C values (summed with their partner's), the others the lower half.
+template <int OFF, int C>
+struct TransposeStep {
+  __device__ __forceinline__ static void run(float* v, int lane) {
+    if constexpr (OFF == 0) {
+      return;
+    } else if constexpr (C == 1) {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], OFF);
+      TransposeStep<OFF / 2, 1>::run(v, lane);
+    } else {
+      constexpr int kH = C / 2;
+      const bool upper = (lane & OFF) != 0;
+#pragma unroll
+      for (int i = 0; i < kH; ++i) {
+        const float send = upper ? v[i] : v[i + kH];
+        const float keep = upper ? v[i + kH] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+      }
+      TransposeStep<OFF / 2, kH>::run(v, lane);
+    }
+  }
+};
+
+/// Sums N values (a power of two <= 32) over the warp with N - 1 + (5 - log2 N) shuffles instead
+/// of 5 * N: each of the first log2 N steps halves the values a lane carries. Afterwards every lane
+/// holds the warp total of value lane / (32 / N) in v[0]; the lanes of one group of 32 / N hold
+/// identical bits. Fixed order, so deterministic.
+template <int N>
+__device__ __forceinline__ float warp_sum_transposed(float (&v)[N], int lane) {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
+  TransposeStep<16, N>::run(v, lane);
+  return v[0];
+}
+
+// ---- epilogue ----------------------------------------------------------------------------------------
+
+__device__ __forceinline__ float load_out(SkinnyOut t, const void* base, long long idx) {
+  switch (t) {
+    case SkinnyOut::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[idx]);
+    case SkinnyOut::kF16: return __half2float(static_cast<const __half*>(base)[idx]);
+    default: return static_cast<const float*>(base)[idx];
+  }
+}
+
+__device__ __forceinline__ void store_out(SkinnyOut t, void* base, long long idx, float v) {
+  switch (t) {
+    case SkinnyOut::kBF16: static_cast<__nv_bfloat16*>(base)[idx] = __float2bfloat16_rn(v); break;
+    case SkinnyOut::kF16: static_cast<__half*>(base)[idx] = __float2half_rn(v); break;
+    default: static_cast<float*>(base)[idx] = v; break;
+  }
+}
+
+/// alpha * acc_scale * scale_a * scale_b: the factor applied to every accumulated sum.
+__device__ __forceinline__ float result_scale(const SkinnyParams& p) {
+  float s = p.alpha * p.acc_scale;
+  if (p.scale_a) s *= *p.scale_a;
+  if (p.scale_b) s *= *p.scale_b;
+  return s;
+}
+
+/// y[i + j*ldc] = act(scale * acc + beta * y + bias[i]); y is read only when beta != 0.
+__device__ __forceinline__ void write_result(const SkinnyParams& p, int i, int j, float acc,
+                                             float scale) {
+  const long long idx = static_cast<long long>(i) + static_cast<long long>(j) * p.ldc;
+  float v = scale * acc;
+  if (p.beta != 0.f) v = fmaf(p.beta, load_out(p.out, p.y, idx), v);
+  if (p.bias) v += load_out(p.out, p.bias, i);
+  if (p.act == SkinnyAct::kRelu) {
+    v = fmaxf(v, 0.f);
+  } else if (p.act == SkinnyAct::kGelu) {
+    v = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  }
+  store_out(p.out, p.y, idx, v);
+}
+
+/// Where split `s` leaves its partial sum of y[j][i] (fp32, i fastest).
+__device__ __forceinline__ float* partial_at(const SkinnyParams& p, int s, int i, int j) {
+  return p.partial + (static_cast<size_t>(s) * p.n + j) * p.m + i;
+}
+
+/// A finished sum of split blockIdx.y: the result when there is one split, else a partial.
+__device__ __forceinline__ void emit(const SkinnyParams& p, int i, int j, float acc, float scale) {
+  if (p.splits == 1) write_result(p, i, j, acc, scale);
+  else *partial_at(p, blockIdx.y, i, j) = acc;
+}
+
+// ---- programmatic dependent launch (sm_90) ----------------------------------------------------------
+
+/// Lets the split-K reduction's blocks be scheduled while this grid drains.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/// Waits until the preceding grid has completed and its writes are visible.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+}  // namespace skinny_detail
+
+// ---- split-K reduction kernel ------------------------------------------------------------------------
+
+/// Sums the splits of every y element in split order (deterministic) and applies the epilogue.
+/// One thread per element, i fastest, so partial reads and y writes are coalesced.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) skinny_splitk_reduce_kernel(const __grid_constant__ SkinnyParams p) {
+  using namespace skinny_detail;
+  pdl_wait();
+  const long long total = static_cast<long long>(p.m) * p.n;
+  const float scale = result_scale(p);
+  for (long long o = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; o < total;
+       o += static_cast<long long>(gridDim.x) * kThreads) {
+    float s = 0.f;
+    for (int t = 0; t < p.splits; ++t) s += p.partial[t * total + o];
+    write_result(p, static_cast<int>(o % p.m), static_cast<int>(o / p.m), s, scale);
+  }
+}
+
+// ---- runtime-to-template helpers ---------------------------------------------------------------------
+
+/// Calls fn(std::integral_constant<int, V>{}) for the V in Vs equal to v; cudaErrorInvalidValue
+/// when none is.
+template <int... Vs, class Fn>
+cudaError_t skinny_dispatch_int(int v, Fn&& fn) {
+  cudaError_t r = cudaErrorInvalidValue;
+  (void)((v == Vs ? (r = fn(std::integral_constant<int, Vs>{}), true) : false) || ...);
+  return r;
+}
+
+/// Calls fn(Traits{}) with the element traits of `in`.
+template <class Fn>
+cudaError_t skinny_dispatch_in(SkinnyIn in, Fn&& fn) {
+  switch (in) {
+    case SkinnyIn::kBF16: return fn(skinny_detail::Bf16Traits{});
+    case SkinnyIn::kF16: return fn(skinny_detail::F16Traits{});
+    case SkinnyIn::kE4M3: return fn(skinny_detail::E4M3Traits{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// ---- host helpers --------------------------------------------------------------------------------------
+
+/// Properties of the current device that the launchers size their grids with, read once per
+/// device ordinal (cudaDeviceGetAttribute and the loaded kernel image).
+struct SkinnyDevice {
+  int ordinal = -1;
+  int sms = 0;          ///< multiprocessor count
+  int cc = 0;           ///< compute capability, major * 10 + minor
+  int ptx_version = 0;  ///< virtual architecture the loaded kernels were compiled for (90 for sm_90a)
+};
+
+inline cudaError_t skinny_device(SkinnyDevice* out) {
+  static std::mutex mu;
+  static std::vector<SkinnyDevice> cache;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const SkinnyDevice& d : cache) {
+    if (d.ordinal == dev) {
+      *out = d;
+      return cudaSuccess;
+    }
+  }
+  SkinnyDevice d;
+  d.ordinal = dev;
+  int major = 0, minor = 0;
+  if ((e = cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess) return e;
+  if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess) return e;
+  d.cc = major * 10 + minor;
+  cudaFuncAttributes fa{};
+  if ((e = cudaFuncGetAttributes(&fa, skinny_splitk_reduce_kernel<256>)) != cudaSuccess) return e;
+  d.ptx_version = fa.ptxVersion;
+  cache.push_back(d);
+  *out = d;
+  return cudaSuccess;
+}
+
+/// Resident blocks per SM of `kernel` at `threads` and `smem` bytes of dynamic shared memory, read
+/// once per (kernel, device). Raises the kernel's dynamic shared-memory limit first when it needs
+/// more than the default 48 KiB.
+template <class Kernel>
+cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, int ordinal,
+                                 int* out) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> cache;
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), ordinal);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    *out = it->second;
+    return cudaSuccess;
+  }
+  cudaError_t e;
+  if (smem > 48 * 1024) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+  }
+  int blocks = 0;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem);
+  if (e != cudaSuccess) return e;
+  if (blocks < 1) return cudaErrorInvalidConfiguration;
+  cache.emplace(key, blocks);
+  *out = blocks;
+  return cudaSuccess;
+}
+
+struct SkinnySplit {
+  int splits = 1;  ///< gridDim.y
+  int kc = 0;      ///< K elements per split, a multiple of the granule
+};
+
+/// K splits for a grid of `blocks0` blocks per split on a device with `slots` resident blocks.
+/// Fixed (requested >= 1): that many, fewer when k holds fewer granules. Auto (0): the smallest
+/// power of two that makes the grid at least one full wave, capped by max_splits. Each split gets
+/// a whole number of granules; the last may be shorter.
+inline SkinnySplit skinny_plan_splits(int requested, int max_splits, int k, int granule,
+                                      long long blocks0, long long slots) {
+  const int granules = (k + granule - 1) / granule;
+  int s = requested;
+  if (s <= 0) {
+    s = 1;
+    while (blocks0 * s < slots && s * 2 <= max_splits) s *= 2;
+  }
+  if (s > granules) s = granules;
+  if (s < 1) s = 1;
+  SkinnySplit r;
+  const int per = (granules + s - 1) / s;  // granules per split
+  r.kc = per * granule;
+  r.splits = (granules + per - 1) / per;
+  return r;
+}
+
+/// Fills p's split fields from a plan; cudaErrorInvalidValue when the plan needs more partial
+/// storage than the launch provides or more splits than a grid dimension holds.
+inline cudaError_t skinny_apply_plan(const SkinnySplit& sp, const SkinnyLaunch& l, SkinnyParams* p) {
+  if (sp.splits > 65535) return cudaErrorInvalidValue;
+  if (sp.splits > 1) {
+    const std::size_t need = static_cast<std::size_t>(sp.splits) * p->n * p->m * sizeof(float);
+    if (p->partial == nullptr || need > l.partial_bytes) return cudaErrorInvalidValue;
+  }
+  p->splits = sp.splits;
+  p->kc = sp.kc;
+  return cudaSuccess;
+}
+
+/// Launches the split-K reduction of `p` (p.splits > 1) on `stream`. With `pdl` the launch is
+/// programmatic-dependent: its blocks may start while the main kernel drains and wait for it in
+/// griddepcontrol.wait, which hides the launch gap between the two kernels.
+inline cudaError_t skinny_launch_reduce(const SkinnyParams& p, const SkinnyDevice& dev,
+                                        cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const long long total = static_cast<long long>(p.m) * p.n;
+  long long blocks = (total + kThreads - 1) / kThreads;
+  const long long cap = static_cast<long long>(dev.sms) * 8;
+  if (blocks > cap) blocks = cap;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  // Only code built for sm_90+ contains griddepcontrol.wait; anything else launches plainly.
+  const bool pdl = dev.cc >= 90 && dev.ptx_version >= 90;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, skinny_splitk_reduce_kernel<kThreads>, p);
+}
+
+/// After the main kernel's launch: its launch error, else the reduction when there are splits.
+inline cudaError_t skinny_finish(const SkinnyParams& p, const SkinnyDevice& dev, cudaStream_t stream) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  if (p.splits > 1) return skinny_launch_reduce(p, dev, stream);
+  return cudaSuccess;
+}
+
+}  // namespace tunable::kernels

@@ -1,0 +1,194 @@
+// Tensor-core split-K skinny GEMM for decode (n <= 64 tokens), "swap A/B": the weight sits on the
+// MMA's M side (16 rows per mma) and the tokens on its N side (8 per mma), so a handful of tokens
+// wastes at most 7/8 of an MMA instead of 15/16 of a 16-row tile, and the tensor cores do the
+// bf16/fp16/fp8 -> fp32 conversions the CUDA-core GEMV pays for.
+//
+// Block = KW warps on the same kBM = 16 * WM weight rows; the block's K range (one split) is cut
+// into chunks of 4 * kVec elements (64 bytes per row) and warp w takes chunks w, w + KW, ... so the
+// block streams each row contiguously. Operands go straight from global memory into MMA registers
+// (no shared-memory staging): lane (g, t) loads 16 bytes of rows g and g + 8 of each 16-row tile and
+// of token g of each 8-token tile (the K permutation that makes this valid is explained at the
+// element traits in common.cuh). kU chunks are loaded before any is used, so each lane keeps
+// kU * WM * 2 = 8 weight loads in flight: the register-level equivalent of a multi-stage cp.async
+// pipeline, without its shared-memory round trip. At the end the KW warps' accumulators are added in
+// shared memory in warp order (deterministic), then written as y or as a split's fp32 partial.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/gemv/common.cuh"
+
+namespace tunable::kernels {
+
+/// Chunks a warp loads before using any: kU * WM * 2 = 8 weight loads in flight per lane.
+constexpr int skinny_mma_unroll(int wm) { return 4 / wm; }
+
+/// Blocks per SM the register allocation must allow: a 128-register budget (16 warps per SM),
+/// except for fp8 with 32 x 64 tiles, whose operand conversions (sm_90 runs e4m3 mma.sync as
+/// f16 HMMA) need more and would spill.
+template <class Tr>
+constexpr int skinny_mma_min_blocks(int wm, int wn, int kw) {
+  return Tr::kBytes == 1 && wm * wn >= 16 ? 1 : 16 / kw;
+}
+
+/// WM: 16-row MMA tiles per block (rows = 16 * WM), WN: 8-token MMA tiles (n <= 8 * WN),
+/// KW: warps splitting the block's K range.
+template <class Tr, int WM, int WN, int KW>
+__global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW))
+    skinny_mma_kernel(const __grid_constant__ SkinnyParams p) {
+  using namespace skinny_detail;
+  constexpr int kVec = Tr::kVec;
+  constexpr int kBM = 16 * WM, kTok = 8 * WN;
+  constexpr int kSB = kBM + 4;           // padded row of the reduction buffer: conflict-free stores
+  constexpr int kU = skinny_mma_unroll(WM);  // chunks in flight per warp
+  constexpr int kChunk = 4 * kVec;       // K elements per chunk: a lane quad's 4 x 16 bytes
+  extern __shared__ float red[];         // [KW][kTok][kSB]
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * kBM;
+  const int kb = blockIdx.y * p.kc;
+  const int ke = min(p.k, kb + p.kc);
+  const int nchunks = (ke - kb + kChunk - 1) / kChunk;
+
+  // Rows past m and tokens past n read a valid row (the last); their sums are never written.
+  const unsigned char* wrow[WM][2];
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = min(row0 + mt * 16 + h * 8 + g, p.m - 1);
+      wrow[mt][h] = static_cast<const unsigned char*>(p.w) + static_cast<size_t>(row) * p.lda * Tr::kBytes;
+    }
+  }
+  const unsigned char* xrow[WN];
+#pragma unroll
+  for (int nt = 0; nt < WN; ++nt) {
+    xrow[nt] = static_cast<const unsigned char*>(p.x) +
+               static_cast<size_t>(min(nt * 8 + g, p.n - 1)) * p.ldb * Tr::kBytes;
+  }
+
+  float acc[WM][WN][4];
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < WN; ++nt) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[mt][nt][q] = 0.f;
+    }
+  }
+
+  for (int c0 = warp; c0 < nchunks; c0 += kU * KW) {
+    uint4 a[kU][WM][2];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      // k and kc are multiples of kVec: a lane's 16 bytes are wholly inside [kb, ke) or outside.
+      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const size_t off = static_cast<size_t>(e) * Tr::kBytes;
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt) {
+        a[u][mt][0] = ld_stream16(wrow[mt][0] + off, e < ke);
+        a[u][mt][1] = ld_stream16(wrow[mt][1] + off, e < ke);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const size_t off = static_cast<size_t>(e) * Tr::kBytes;
+#pragma unroll
+      for (int nt = 0; nt < WN; ++nt) {
+        // Past ke both operands are zero; every lane still joins the warp-wide mma.
+        const uint4 b = ld_cached16(xrow[nt] + off, e < ke);
+#pragma unroll
+        for (int mt = 0; mt < WM; ++mt) Tr::mma(acc[mt][nt], a[u][mt][0], a[u][mt][1], b);
+      }
+    }
+  }
+
+  pdl_launch_dependents();
+  // Accumulator (mt, nt) of lane (g, t): rows mt*16 + g (+8), tokens nt*8 + 2t (+1).
+  float* mine = red + warp * kTok * kSB;
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < WN; ++nt) {
+      const int r = mt * 16 + g, j = nt * 8 + 2 * t;
+      mine[j * kSB + r] = acc[mt][nt][0];
+      mine[(j + 1) * kSB + r] = acc[mt][nt][1];
+      mine[j * kSB + r + 8] = acc[mt][nt][2];
+      mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
+    }
+  }
+  __syncthreads();
+  const int ntok = min(kTok, p.n);
+  const float scale = result_scale(p);
+  for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+    const int r = o % kBM, j = o / kBM, row = row0 + r;
+    if (row >= p.m) continue;
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
+    emit(p, row, j, s, scale);
+  }
+}
+
+/// Rows of W one block covers.
+constexpr int skinny_mma_block_rows(int wm) { return 16 * wm; }
+
+/// K granule of one split: one chunk per warp.
+constexpr int skinny_mma_granule(int vec, int kw) { return 4 * vec * kw; }
+
+/// Smallest number of 8-token tiles (1, 2, 4, 8) holding n tokens; 0 when n > 64.
+constexpr int skinny_mma_token_tiles(int n) {
+  return n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : n <= 64 ? 8 : 0;
+}
+
+/// Dynamic shared memory of one block: the cross-warp reduction buffer.
+constexpr std::size_t skinny_mma_smem(int wm, int wn, int kw) {
+  return static_cast<std::size_t>(kw) * 8 * wn * (16 * wm + 4) * sizeof(float);
+}
+
+template <class Tr, int WM, int WN, int KW>
+cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+  const auto kernel = skinny_mma_kernel<Tr, WM, WN, KW>;
+  constexpr int kThreads = KW * 32;
+  constexpr std::size_t kSmem = skinny_mma_smem(WM, WN, KW);
+  // bf16/fp16 mma.sync exists from sm_80 on, e4m3 from sm_89; code built for older targets traps.
+  const int need = Tr::kBytes == 1 ? 89 : 80;
+  if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
+  SkinnyParams p = l.p;
+  const long long blocks0 = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
+  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
+  int per_sm = 0;
+  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
+  if (e != cudaSuccess) return e;
+  const SkinnySplit sp = skinny_plan_splits(l.splits, l.max_splits, p.k,
+                                            skinny_mma_granule(Tr::kVec, KW), blocks0,
+                                            static_cast<long long>(per_sm) * dev.sms);
+  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
+  p.acc_scale = 1.f;
+  kernel<<<dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads, kSmem,
+           stream>>>(p);
+  return skinny_finish(p, dev, stream);
+}
+
+/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, l.p.n <= 64.
+inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
+                              cudaStream_t stream) {
+  if (block_rows % 16 != 0) return cudaErrorInvalidValue;
+  SkinnyDevice dev;
+  cudaError_t e = skinny_device(&dev);
+  if (e != cudaSuccess) return e;
+  return skinny_dispatch_in(in, [&](auto tr) {
+    using Tr = decltype(tr);
+    return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
+      return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
+        return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+          return skinny_mma_launch<Tr, wm.value, wn.value, kw.value>(l, dev, stream);
+        });
+      });
+    });
+  });
+}
+
+}  // namespace tunable::kernels

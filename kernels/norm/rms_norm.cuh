@@ -1,0 +1,293 @@
+// RMSNorm and residual add + RMSNorm, with an optional FP8 e4m3 output (static per-tensor scale
+// or dynamic per-token scales computed in the same kernel).
+//
+// y = x / sqrt(mean(x^2) + eps) * w (Llama) or * (1 + w) (Gemma), in fp32, rounded once. Fused:
+// residual <- T(x + residual) first, and that rounded value is what gets normalized (as vLLM).
+// A group of threads (a multiple of 32) normalizes one row. The register kernel keeps each
+// thread's slice of the row and of the weight in registers between the sum of squares and the
+// output, so every byte is read from global memory once; a block holds several rows when the
+// row is short (one warp per row for small hidden sizes). The staged kernel serves any hidden
+// size with one block per row and the row kept in shared memory (re-read from global memory only
+// when it does not fit there). Launches are programmatic (PDL) on sm_90: a kernel waits for its
+// predecessor before touching memory, so only the launch latency overlaps.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/device_utils.cuh"
+#include "kernels/norm/rms_norm_limits.hpp"
+
+namespace tunable::kernels {
+
+enum class NormQuant : int { kNone, kFp8Static, kFp8Dynamic };
+
+/// One launch's problem. Strides are in elements between row starts.
+struct RmsNormParams {
+  const void* x;           // [rows, x_stride] of T
+  void* residual;          // [rows, residual_stride] of T, read and written; nullptr: plain RMSNorm
+  const void* weight;      // [hidden] of T
+  void* out;               // [rows, out_stride] of T, or e4m3 when quant != kNone; may equal x
+  const float* scale;      // kFp8Static: one float; out = sat(y / *scale)
+  float* token_scales;     // kFp8Dynamic: [rows], written
+  std::int64_t rows;
+  std::int64_t x_stride, residual_stride, out_stride;
+  int hidden;
+  float eps;
+  bool gemma;              // weight applied as (1 + w)
+  NormQuant quant;
+};
+
+/// Launch shape. Register kernel: `threads_per_row` threads (a multiple of 32) per row,
+/// `rows_per_block` rows per block, each thread caching up to `items` vectors of the row.
+/// Staged kernel: one row per block of `threads_per_row` threads.
+struct RmsNormLaunch {
+  bool vec16 = true;  // 16-byte accesses (hidden, pointers and strides aligned); else one element
+  bool staged = false;
+  int threads_per_row = 256;
+  int rows_per_block = 1;
+  int items = 1;
+};
+
+// ---- device helpers ---------------------------------------------------------------------------------
+
+/// One normalized element in fp32 (identical arithmetic wherever it is recomputed).
+template <class T>
+__device__ __forceinline__ float rms_norm_value(T x, T w, float inv_rms, bool gemma) {
+  const float wf = to_float(w);
+  return to_float(x) * inv_rms * (gemma ? 1.0f + wf : wf);
+}
+
+/// x <- T(x + r) for one vector (the rounded sum is the new residual).
+template <class T, int N>
+__device__ __forceinline__ void add_residual(Vec<T, N>& x, const Vec<T, N>& r) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) x.v[j] = from_float<T>(to_float(x.v[j]) + to_float(r.v[j]));
+}
+
+/// 1 / (the scale the row is quantized with); 1 without FP8. Dynamic: reduces max|y| over the
+/// group (all threads of the block must call it) and writes token_scales[row].
+template <class OutT, class MaxOfRow>
+__device__ __forceinline__ float rms_norm_quant_inverse(const RmsNormParams& p, std::int64_t row,
+                                                        bool writer, int group_warps,
+                                                        float* scratch, MaxOfRow max_of_row) {
+  if constexpr (!kIsFp8<OutT>) {
+    return 1.0f;
+  } else {
+    if (p.quant == NormQuant::kFp8Static) return 1.0f / __ldg(p.scale);
+    const float amax = group_reduce(max_of_row(), group_warps, scratch, MaxOp{});
+    const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
+    if (writer) p.token_scales[row] = s;
+    return 1.0f / s;
+  }
+}
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+template <class T, class OutT, int VEC, int ITEMS>
+__global__ void __launch_bounds__(rms_norm_max_threads(ITEMS * VEC * static_cast<int>(sizeof(T))))
+kernel_rms_norm_regs(const __grid_constant__ RmsNormParams p, int threads_per_row) {
+  using V = Vec<T, VEC>;
+  using VO = Vec<OutT, VEC>;
+  __shared__ float scratch[2][32];
+  pdl_wait();
+  pdl_launch_dependents();
+  const int group = threads_per_row;
+  const int group_warps = group >> 5;
+  const int t = threadIdx.x % group;
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+  // Rows past the end still take part in the block's barriers; they only skip memory.
+  const bool live = row < p.rows;
+  const std::int64_t r = live ? row : 0;
+  const int nvec = p.hidden / VEC;
+  const T* x = static_cast<const T*>(p.x) + r * p.x_stride;
+  const T* w = static_cast<const T*>(p.weight);
+  T* res = p.residual ? static_cast<T*>(p.residual) + r * p.residual_stride : nullptr;
+
+  // Every load of the row is issued before any math, so they are in flight together; the
+  // weight follows once the residual registers are free and arrives during the reduction.
+  V xv[ITEMS], wv[ITEMS], rv[ITEMS];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = i * group + t;
+    if (live && v < nvec) {
+      xv[i] = load_vec<V>(x + v * VEC);
+      if (res) rv[i] = load_vec<V>(res + v * VEC);
+    }
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = i * group + t;
+    if (live && v < nvec) {
+      if (res) {
+        add_residual(xv[i], rv[i]);
+        store_vec(res + v * VEC, xv[i]);
+      }
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float f = to_float(xv[i].v[j]);
+        ss = fmaf(f, f, ss);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = i * group + t;
+    if (live && v < nvec) wv[i] = load_vec_ro<V>(w + v * VEC);
+  }
+  ss = group_reduce(ss, group_warps, scratch[0], SumOp{});
+  const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+
+  const float qinv = rms_norm_quant_inverse<OutT>(p, row, live && t == 0, group_warps, scratch[1], [&] {
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const int v = i * group + t;
+      if (live && v < nvec) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          amax = fmaxf(amax, fabsf(rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma)));
+      }
+    }
+    return amax;
+  });
+
+  OutT* out = static_cast<OutT*>(p.out) + r * p.out_stride;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = i * group + t;
+    if (live && v < nvec) {
+      VO o;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float y = rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma);
+        o.v[j] = from_float<OutT>(kIsFp8<OutT> ? y * qinv : y);
+      }
+      store_vec(out + v * VEC, o);
+    }
+  }
+}
+
+/// Any hidden size: one row per block. `stage`: the row (after the residual add) is kept in
+/// dynamic shared memory, [hidden / VEC] vectors; otherwise the second pass re-reads it from global
+/// memory (each thread reads back only what it wrote itself, so the residual stays coherent).
+template <class T, class OutT, int VEC>
+__global__ void __launch_bounds__(1024)
+kernel_rms_norm_staged(const __grid_constant__ RmsNormParams p, bool stage) {
+  using V = Vec<T, VEC>;
+  using VO = Vec<OutT, VEC>;
+  extern __shared__ uint4 smem_row[];
+  __shared__ float scratch[2][32];
+  V* cache = reinterpret_cast<V*>(smem_row);
+  pdl_wait();
+  pdl_launch_dependents();
+  const std::int64_t row = blockIdx.x;
+  const int nvec = p.hidden / VEC;
+  const int warps = blockDim.x >> 5;
+  const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
+  const T* w = static_cast<const T*>(p.weight);
+  T* res = p.residual ? static_cast<T*>(p.residual) + row * p.residual_stride : nullptr;
+
+  float ss = 0.0f;
+  for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
+    V xv = load_vec<V>(x + v * VEC);
+    if (res) {
+      add_residual(xv, load_vec<V>(res + v * VEC));
+      store_vec(res + v * VEC, xv);
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float f = to_float(xv.v[j]);
+      ss = fmaf(f, f, ss);
+    }
+    if (stage) cache[v] = xv;
+  }
+  ss = group_reduce(ss, warps, scratch[0], SumOp{});
+  const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+
+  const T* src = res ? res : x;
+  auto row_vec = [&](int v) { return stage ? cache[v] : load_vec<V>(src + v * VEC); };
+  const float qinv = rms_norm_quant_inverse<OutT>(p, row, threadIdx.x == 0, warps, scratch[1], [&] {
+    float amax = 0.0f;
+    for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
+      const V xv = row_vec(v);
+      const V wv = load_vec_ro<V>(w + v * VEC);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        amax = fmaxf(amax, fabsf(rms_norm_value(xv.v[j], wv.v[j], inv_rms, p.gemma)));
+    }
+    return amax;
+  });
+
+  OutT* out = static_cast<OutT*>(p.out) + row * p.out_stride;
+  for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
+    const V xv = row_vec(v);
+    const V wv = load_vec_ro<V>(w + v * VEC);
+    VO o;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float y = rms_norm_value(xv.v[j], wv.v[j], inv_rms, p.gemma);
+      o.v[j] = from_float<OutT>(kIsFp8<OutT> ? y * qinv : y);
+    }
+    store_vec(out + v * VEC, o);
+  }
+}
+
+// ---- launchers ----------------------------------------------------------------------------------------
+
+/// Bytes of the dynamic shared memory every block may use without an opt-in attribute.
+inline constexpr std::size_t kDefaultDynamicSmem = 48 * 1024 - 2 * 32 * sizeof(float);
+
+template <class T, class OutT, int VEC>
+cudaError_t launch_rms_norm(const RmsNormParams& p, const RmsNormLaunch& l, cudaStream_t stream) {
+  if (l.staged) {
+    auto* kernel = kernel_rms_norm_staged<T, OutT, VEC>;
+    const std::size_t row_bytes = static_cast<std::size_t>(ceil_div(p.hidden * sizeof(T), 16)) * 16;
+    std::size_t smem = row_bytes;
+    if (row_bytes > kDefaultDynamicSmem) {
+      // Larger rows need the opt-in limit of this device; beyond it the row is re-read instead.
+      int dev = 0, optin = 0;
+      cudaError_t e = cudaGetDevice(&dev);
+      if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+      if (e != cudaSuccess) return e;
+      const std::size_t limit = static_cast<std::size_t>(optin) - 2 * 32 * sizeof(float);
+      smem = row_bytes <= limit ? row_bytes : 0;
+      if (smem > 0) {
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(smem));
+        if (e != cudaSuccess) return e;
+      }
+    }
+    return launch_kernel(kernel, dim3(static_cast<unsigned>(p.rows)), dim3(l.threads_per_row), smem,
+                         stream, p, smem > 0);
+  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, l.rows_per_block)));
+  const dim3 block(l.threads_per_row * l.rows_per_block);
+  switch (l.items) {
+    case 1: return launch_kernel(kernel_rms_norm_regs<T, OutT, VEC, 1>, grid, block, 0, stream, p, l.threads_per_row);
+    case 2: return launch_kernel(kernel_rms_norm_regs<T, OutT, VEC, 2>, grid, block, 0, stream, p, l.threads_per_row);
+    case 4: return launch_kernel(kernel_rms_norm_regs<T, OutT, VEC, 4>, grid, block, 0, stream, p, l.threads_per_row);
+    case 8: return launch_kernel(kernel_rms_norm_regs<T, OutT, VEC, 8>, grid, block, 0, stream, p, l.threads_per_row);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+/// The one runtime-to-template dispatch: element type, output type, vector width.
+inline cudaError_t launch_rms_norm(const RmsNormParams& p, DataType dtype, const RmsNormLaunch& l,
+                                   cudaStream_t stream) {
+  return dispatch_float_type(dtype, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    constexpr int kV = kVec16<T>;
+    if (p.quant != NormQuant::kNone) {
+      return l.vec16 ? launch_rms_norm<T, fp8_e4m3, kV>(p, l, stream)
+                     : launch_rms_norm<T, fp8_e4m3, 1>(p, l, stream);
+    }
+    return l.vec16 ? launch_rms_norm<T, T, kV>(p, l, stream) : launch_rms_norm<T, T, 1>(p, l, stream);
+  });
+}
+
+}  // namespace tunable::kernels

@@ -1,0 +1,320 @@
+// Provider<GemmArgs> for the skinny GEMM kernels of kernels/gemv: configurations, their generated
+// names and the inverse parser, per-variant constraints (can_implement), split-K workspace sizing,
+// and the enumeration of the 10-40 variants worth timing for one decode problem.
+#include "gemm/cuda/skinny_provider.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <regex>
+
+#include "core/cuda_check.hpp"
+#include "kernels/gemv/skinny_gemv.cuh"
+#include "kernels/gemv/skinny_mma.cuh"
+
+namespace tunable {
+namespace {
+
+namespace kern = ::tunable::kernels;
+
+/// Largest workspace a variant may ask for (the tuner's dispatch workspace limit).
+constexpr std::size_t kMaxWorkspace = std::size_t{32} << 20;
+/// Largest fixed or automatic K-split count.
+constexpr int kMaxSplits = 64;
+constexpr std::int64_t kMaxGemvTokens = 8;
+constexpr std::int64_t kMaxMmaTokens = 64;
+
+enum class Family { kGemv, kMma };
+
+struct SkinnyConfig {
+  Family family = Family::kGemv;
+  DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3
+  int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32)
+  int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8)
+  int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
+
+  std::string name() const {
+    const std::string ks = splits == 0 ? "auto" : std::to_string(splits);
+    if (family == Family::kGemv)
+      return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
+    return fmt::format("skinny_mma_{}_bm{}_wk{}_ks{}", short_name(dtype), rows, width, ks);
+  }
+
+  bool valid() const {
+    if (dtype != DataType::kBF16 && dtype != DataType::kF16 && dtype != DataType::kF8E4M3)
+      return false;
+    if (splits < 0 || splits > kMaxSplits) return false;
+    if (family == Family::kGemv)
+      return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
+    return (rows == 16 || rows == 32) && (width == 4 || width == 8);
+  }
+
+  /// Inverse of name(); nullopt for anything name() would not have produced.
+  static std::optional<SkinnyConfig> parse(const std::string& s) {
+    static const std::regex re(
+        "^skinny_(gemv|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|[0-9]{1,2})$");
+    std::smatch m;
+    if (!std::regex_match(s, m, re)) return std::nullopt;
+    SkinnyConfig c;
+    c.family = m[1] == "gemv" ? Family::kGemv : Family::kMma;
+    const auto t = parse_data_type(m[2].str());
+    if (!t) return std::nullopt;
+    c.dtype = *t;
+    c.rows = std::stoi(m[4].str());
+    c.width = std::stoi(m[6].str());
+    c.splits = m[7] == "auto" ? 0 : std::stoi(m[7].str());
+    // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
+    if (!c.valid() || c.name() != s) return std::nullopt;
+    return c;
+  }
+
+  std::int64_t vec() const { return 16 / static_cast<std::int64_t>(size_of(dtype)); }
+  std::int64_t max_tokens() const { return family == Family::kGemv ? kMaxGemvTokens : kMaxMmaTokens; }
+  /// K elements per split granule (what one warp covers in one pass).
+  std::int64_t granule() const {
+    return family == Family::kGemv ? kern::skinny_gemv_granule(static_cast<int>(vec()))
+                                   : kern::skinny_mma_granule(static_cast<int>(vec()), width);
+  }
+};
+
+Status not_supported(std::string msg) { return Status(StatusCode::kNotSupported, std::move(msg)); }
+Status misaligned(std::string msg) { return Status(StatusCode::kMisaligned, std::move(msg)); }
+
+/// What every skinny variant needs of the problem, whatever its dtype and family.
+Status check_scope(const GemmDesc& d) {
+  if (d.op == GemmOp::kGemmStridedBatched && d.batch != 1)
+    return not_supported(fmt::format("skinny kernels run one GEMM, not a batch of {}", d.batch));
+  if (d.transa != Transpose::kT || d.transb != Transpose::kN)
+    return not_supported(fmt::format("skinny kernels take tn problems (W as A^T, x as B), got {}{}",
+                                     to_char(d.transa), to_char(d.transb)));
+  if (d.op == GemmOp::kScaledGemm) {
+    if (d.dtype != DataType::kF8E4M3)
+      return not_supported(fmt::format("skinny ScaledGemm takes fp8e4m3 inputs, not {}", short_name(d.dtype)));
+    if (d.out_dtype != DataType::kBF16 && d.out_dtype != DataType::kF16 && d.out_dtype != DataType::kF32)
+      return not_supported(fmt::format("skinny ScaledGemm writes bf16, fp16 or fp32, not {}",
+                                        short_name(d.out_dtype)));
+  } else {
+    if (d.dtype != DataType::kBF16 && d.dtype != DataType::kF16)
+      return not_supported(fmt::format("skinny GEMMs take bf16 or fp16, not {}", short_name(d.dtype)));
+    if (d.out_dtype != d.dtype)
+      return not_supported(fmt::format("skinny {} GEMMs write {}, not {}", short_name(d.dtype),
+                                       short_name(d.dtype), short_name(d.out_dtype)));
+  }
+  if (d.m < 1 || d.n < 1 || d.k < 1) return not_supported("empty problem");
+  if (d.n > kMaxMmaTokens)
+    return not_supported(fmt::format("skinny kernels take n <= {} tokens, got {}", kMaxMmaTokens, d.n));
+  if (d.m > INT32_MAX || d.k > INT32_MAX) return not_supported("m and k must fit in 32 bits");
+  return Status::ok();
+}
+
+/// Shape and leading-dimension requirements of the 16-byte loads (pointers are checked apart).
+Status check_vector_shape(const GemmDesc& d, std::int64_t vec) {
+  if (d.k % vec != 0)
+    return not_supported(fmt::format("k = {} is not a multiple of {} ({} elements per 16-byte load)",
+                                      d.k, vec, short_name(d.dtype)));
+  if (d.lda % vec != 0 || d.ldb % vec != 0)
+    return misaligned(fmt::format("lda = {} and ldb = {} must be multiples of {} (16-byte rows of {})",
+                                  d.lda, d.ldb, vec, short_name(d.dtype)));
+  return Status::ok();
+}
+
+/// Split bound of the automatic policy: partial sums (written and read back as fp32) may cost at
+/// most half the weight bytes, the workspace at most kMaxWorkspace, and a split at least a granule.
+std::int64_t auto_split_cap(const SkinnyConfig& c, const GemmDesc& d) {
+  const std::int64_t traffic = d.k * static_cast<std::int64_t>(size_of(d.dtype)) / (16 * d.n);
+  const std::int64_t ws = static_cast<std::int64_t>(kMaxWorkspace / (sizeof(float) * d.n * d.m));
+  const std::int64_t granules = (d.k + c.granule() - 1) / c.granule();
+  return std::max<std::int64_t>(1, std::min({traffic, ws, granules, std::int64_t{kMaxSplits}}));
+}
+
+/// Most splits a run of `c` on `d` can use (what the workspace is sized for).
+std::int64_t split_bound(const SkinnyConfig& c, const GemmDesc& d) {
+  return c.splits == 0 ? auto_split_cap(c, d) : c.splits;
+}
+
+kern::SkinnyIn skinny_in(DataType t) {
+  return t == DataType::kBF16 ? kern::SkinnyIn::kBF16
+         : t == DataType::kF16 ? kern::SkinnyIn::kF16
+                               : kern::SkinnyIn::kE4M3;
+}
+
+kern::SkinnyOut skinny_out(DataType t) {
+  return t == DataType::kBF16 ? kern::SkinnyOut::kBF16
+         : t == DataType::kF16 ? kern::SkinnyOut::kF16
+                               : kern::SkinnyOut::kF32;
+}
+
+kern::SkinnyAct skinny_act(Epilogue e) {
+  return e == Epilogue::kBiasRelu ? kern::SkinnyAct::kRelu
+         : e == Epilogue::kBiasGelu ? kern::SkinnyAct::kGelu
+                                    : kern::SkinnyAct::kNone;
+}
+
+class SkinnySolution final : public Solution<GemmArgs> {
+ public:
+  explicit SkinnySolution(const SkinnyConfig& c) : cfg_(c), name_(c.name()) {}
+  const std::string& name() const override { return name_; }
+
+  Status can_implement(const GemmArgs& a) const override {
+    const GemmDesc& d = a.desc;
+    TUNABLE_RETURN_IF_ERROR(check_scope(d));
+    if (d.dtype != cfg_.dtype)
+      return not_supported(fmt::format("{} runs {} inputs, not {}", name_, short_name(cfg_.dtype),
+                                       short_name(d.dtype)));
+    if (d.n > cfg_.max_tokens())
+      return not_supported(fmt::format("{} takes n <= {} tokens, got {}", name_, cfg_.max_tokens(), d.n));
+    TUNABLE_RETURN_IF_ERROR(check_vector_shape(d, cfg_.vec()));
+    const auto addr_a = reinterpret_cast<std::uintptr_t>(a.ops.a);
+    const auto addr_b = reinterpret_cast<std::uintptr_t>(a.ops.b);
+    if (addr_a % 16 != 0 || addr_b % 16 != 0)
+      return misaligned(fmt::format("{} needs 16-byte aligned A and B (16-byte loads)", name_));
+    if (cfg_.splits > 0) {
+      const std::int64_t granules = (d.k + cfg_.granule() - 1) / cfg_.granule();
+      if (cfg_.splits > granules)
+        return not_supported(fmt::format("{}: k = {} holds only {} split granule(s) of {}", name_, d.k,
+                                         granules, cfg_.granule()));
+    }
+    if (workspace_bytes(a) > kMaxWorkspace)
+      return not_supported(fmt::format("{} would need {} bytes of split-K workspace (limit {})", name_,
+                                       workspace_bytes(a), kMaxWorkspace));
+    return Status::ok();
+  }
+
+  std::size_t workspace_bytes(const GemmArgs& a) const override {
+    const GemmDesc& d = a.desc;
+    if (d.m < 1 || d.n < 1 || d.k < 1) return 0;
+    const std::int64_t s = split_bound(cfg_, d);
+    return s > 1 ? static_cast<std::size_t>(s) * sizeof(float) * static_cast<std::size_t>(d.n) *
+                       static_cast<std::size_t>(d.m)
+                 : 0;
+  }
+
+  Status run(const GemmArgs& a, void* workspace, std::size_t workspace_bytes,
+             Stream stream) const override {
+    TUNABLE_RETURN_IF_ERROR(can_implement(a));
+    const GemmDesc& d = a.desc;
+    const GemmOperands& o = a.ops;
+    const bool has_bias = d.epilogue != Epilogue::kNone;
+    if (!o.a || !o.b || !o.c) return Status(StatusCode::kInvalidArgument, "A, B and C must not be null");
+    if (has_bias && !o.bias)
+      return Status(StatusCode::kInvalidArgument, "the epilogue needs a bias pointer, got null");
+    if (d.op == GemmOp::kScaledGemm && (!o.scale_a || !o.scale_b))
+      return Status(StatusCode::kInvalidArgument, "ScaledGemm needs scale_a and scale_b");
+    const std::size_t need = this->workspace_bytes(a);
+    if (need > 0 && (workspace == nullptr || workspace_bytes < need))
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{} needs {} bytes of workspace, got {}", name_, need,
+                                workspace == nullptr ? 0 : workspace_bytes));
+
+    kern::SkinnyLaunch l;
+    kern::SkinnyParams& p = l.p;
+    p.w = o.a;
+    p.x = o.b;
+    p.y = o.c;
+    p.bias = has_bias ? o.bias : nullptr;
+    p.scale_a = d.op == GemmOp::kScaledGemm ? o.scale_a : nullptr;
+    p.scale_b = d.op == GemmOp::kScaledGemm ? o.scale_b : nullptr;
+    p.partial = static_cast<float*>(workspace);
+    p.lda = d.lda;
+    p.ldb = d.ldb;
+    p.ldc = d.ldc;
+    p.m = static_cast<int>(d.m);
+    p.n = static_cast<int>(d.n);
+    p.k = static_cast<int>(d.k);
+    p.alpha = static_cast<float>(d.alpha);
+    p.beta = static_cast<float>(d.beta);
+    p.out = skinny_out(d.out_dtype);
+    p.act = skinny_act(d.epilogue);
+    l.splits = cfg_.splits;
+    l.max_splits = static_cast<int>(auto_split_cap(cfg_, d));
+    l.partial_bytes = workspace == nullptr ? 0 : workspace_bytes;
+
+    const cudaError_t e =
+        cfg_.family == Family::kGemv
+            ? kern::skinny_gemv(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
+            : kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream);
+    if (e == cudaErrorNotSupported)
+      return not_supported(fmt::format("{}: this device or build lacks the tensor-core code it needs (sm_80+, fp8 sm_89+)", name_));
+    TUNABLE_CUDA_CHECK(e);
+    return Status::ok();
+  }
+
+ private:
+  SkinnyConfig cfg_;
+  std::string name_;
+};
+
+/// The variants worth timing for `d` (before can_implement filtering): for n <= 8 the GEMV family
+/// (every block shape with automatic splits, plus fixed splits for the two widest) and the MMA
+/// family; above 8 tokens the MMA family with automatic and fixed splits.
+std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
+  std::vector<SkinnyConfig> out;
+  auto add = [&](Family f, int rows, int width, int splits) {
+    out.push_back(SkinnyConfig{f, d.dtype, rows, width, splits});
+  };
+  if (d.n <= kMaxGemvTokens) {
+    for (int r : {1, 2, 4})
+      for (int t : {128, 256}) add(Family::kGemv, r, t, 0);
+    for (int r : {1, 2})
+      for (int s : {1, 2, 4, 8}) add(Family::kGemv, r, 256, s);
+    for (int bm : {16, 32})
+      for (int wk : {4, 8}) add(Family::kMma, bm, wk, 0);
+    for (int s : {1, 2, 4}) {
+      add(Family::kMma, 16, 8, s);
+      add(Family::kMma, 32, 4, s);
+    }
+  } else {
+    for (int bm : {16, 32})
+      for (int wk : {4, 8}) {
+        add(Family::kMma, bm, wk, 0);
+        for (int s : {1, 2, 4, 8}) add(Family::kMma, bm, wk, s);
+      }
+  }
+  return out;
+}
+
+class SkinnyProvider final : public Provider<GemmArgs> {
+ public:
+  std::string name() const override { return "skinny"; }
+
+  Status enumerate(const GemmArgs& args, std::vector<SolutionPtr<GemmArgs>>* out) const override {
+    const GemmDesc& d = args.desc;
+    TUNABLE_RETURN_IF_ERROR(check_scope(d));
+    TUNABLE_RETURN_IF_ERROR(check_vector_shape(d, 16 / static_cast<std::int64_t>(size_of(d.dtype))));
+    for (const SkinnyConfig& c : candidate_configs(d)) {
+      auto s = std::make_shared<SkinnySolution>(c);
+      if (s->can_implement(args).is_ok()) out->push_back(std::move(s));
+    }
+    return Status::ok();
+  }
+
+  SolutionPtr<GemmArgs> from_name(const std::string& name, const GemmArgs&) const override {
+    const auto c = SkinnyConfig::parse(name);
+    if (!c) return nullptr;
+    return std::make_shared<SkinnySolution>(*c);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Provider<GemmArgs>> skinny_gemm_provider() {
+  static const auto p = std::make_shared<SkinnyProvider>();
+  return p;
+}
+
+std::vector<std::string> skinny_gemm_variant_names() {
+  std::vector<std::string> names;
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (int s : {0, 1, 2, 4, 8, 16}) {
+      for (int r : {1, 2, 4})
+        for (int w : {128, 256}) names.push_back(SkinnyConfig{Family::kGemv, t, r, w, s}.name());
+      for (int bm : {16, 32})
+        for (int wk : {4, 8}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, s}.name());
+    }
+  }
+  return names;
+}
+
+}  // namespace tunable

@@ -1,0 +1,287 @@
+// Launch configurations of the fused ops: generated names and their inverse, which problems a
+// configuration can run, the Default choice and the tuning candidates. Host only.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/norm/rms_norm_limits.hpp"
+#include "ops/ops_args.hpp"
+
+namespace tunable {
+namespace {
+
+Status unsupported(std::string s) { return Status(StatusCode::kNotSupported, std::move(s)); }
+
+std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+
+/// Elements per 16-byte vector.
+int vec16_elems(DataType t) { return static_cast<int>(16 / size_of(t)); }
+int vec_elems(DataType t, bool vec16) { return vec16 ? vec16_elems(t) : 1; }
+
+bool is_items(int items, bool act) {
+  return items == 1 || items == 2 || items == 4 || (!act && items == 8);
+}
+
+bool threads_ok(int t) { return t >= 32 && t <= 1024 && t % 32 == 0; }
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t at = s.find(sep, begin);
+    out.emplace_back(s.substr(begin, at == std::string_view::npos ? std::string_view::npos : at - begin));
+    if (at == std::string_view::npos) return out;
+    begin = at + 1;
+  }
+}
+
+/// "<letter><positive decimal>" without leading zeros.
+bool parse_field(const std::string& tok, char letter, int* out) {
+  if (tok.size() < 2 || tok.size() > 6 || tok[0] != letter || tok[1] == '0') return false;
+  int v = 0;
+  for (std::size_t i = 1; i < tok.size(); ++i) {
+    if (tok[i] < '0' || tok[i] > '9') return false;
+    v = v * 10 + (tok[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+bool parse_vec(const std::string& tok, bool* vec16) {
+  if (tok == "vec16") *vec16 = true;
+  else if (tok == "scalar") *vec16 = false;
+  else return false;
+  return true;
+}
+
+int norm_max_threads(const NormConfig& c, DataType t) {
+  return kernels::rms_norm_max_threads(c.items * vec_elems(t, c.vec16) * static_cast<int>(size_of(t)));
+}
+
+Status misaligned(const char* what, std::size_t bytes) {
+  return Status(StatusCode::kMisaligned,
+                fmt::format("{} is not aligned to {} bytes (16-byte vector candidate)", what, bytes));
+}
+
+}  // namespace
+
+// ---- names ------------------------------------------------------------------------------------------
+
+std::string config_name(const NormConfig& c) {
+  const char* v = c.vec16 ? "vec16" : "scalar";
+  if (c.staged) return fmt::format("rms_{}_staged_t{}", v, c.threads_per_row);
+  return fmt::format("rms_{}_t{}_r{}_i{}", v, c.threads_per_row, c.rows_per_block, c.items);
+}
+
+std::string config_name(const ActConfig& c) {
+  return fmt::format("act_{}_t{}_i{}{}", c.vec16 ? "vec16" : "scalar", c.threads, c.items,
+                     c.fast ? "_fastsigmoid" : "");
+}
+
+std::optional<NormConfig> parse_norm_config(std::string_view name) {
+  const std::vector<std::string> tok = split(name, '_');
+  NormConfig c;
+  if (tok.size() < 4 || tok[0] != "rms" || !parse_vec(tok[1], &c.vec16)) return std::nullopt;
+  if (tok[2] == "staged") {
+    c.staged = true;
+    c.rows_per_block = 1;
+    c.items = 1;
+    if (tok.size() != 4 || !parse_field(tok[3], 't', &c.threads_per_row)) return std::nullopt;
+    if (!threads_ok(c.threads_per_row)) return std::nullopt;
+    return c;
+  }
+  if (tok.size() != 5 || !parse_field(tok[2], 't', &c.threads_per_row) ||
+      !parse_field(tok[3], 'r', &c.rows_per_block) || !parse_field(tok[4], 'i', &c.items))
+    return std::nullopt;
+  if (!threads_ok(c.threads_per_row) || !is_items(c.items, false) ||
+      c.threads_per_row * c.rows_per_block > 1024)
+    return std::nullopt;
+  return c;
+}
+
+std::optional<ActConfig> parse_act_config(std::string_view name) {
+  const std::vector<std::string> tok = split(name, '_');
+  ActConfig c;
+  if (tok.size() < 4 || tok.size() > 5 || tok[0] != "act" || !parse_vec(tok[1], &c.vec16) ||
+      !parse_field(tok[2], 't', &c.threads) || !parse_field(tok[3], 'i', &c.items))
+    return std::nullopt;
+  if (tok.size() == 5) {
+    if (tok[4] != "fastsigmoid") return std::nullopt;
+    c.fast = true;
+  }
+  if (!threads_ok(c.threads) || !is_items(c.items, true)) return std::nullopt;
+  return c;
+}
+
+// ---- alignment and fit ----------------------------------------------------------------------------------
+
+bool vec16_aligned(const NormArgs& a) {
+  const DataType t = a.prob.dtype;
+  const std::size_t es = size_of(t), oes = out_size(t, a.prob.fp8);
+  const std::size_t out_vec = static_cast<std::size_t>(vec16_elems(t)) * oes;
+  bool ok = aligned(a.x, 16) && aligned(a.weight, 16) && (a.x_stride * es) % 16 == 0 &&
+            aligned(a.out, out_vec) && (a.out_stride * oes) % out_vec == 0;
+  if (a.prob.fused) ok = ok && aligned(a.residual, 16) && (a.residual_stride * es) % 16 == 0;
+  return ok;
+}
+
+bool vec16_aligned(const ActArgs& a) {
+  const DataType t = a.prob.dtype;
+  const std::size_t es = size_of(t), oes = out_size(t, a.prob.fp8);
+  const std::size_t out_vec = static_cast<std::size_t>(vec16_elems(t)) * oes;
+  return aligned(a.x, 16) && (a.x_stride * es) % 16 == 0 && aligned(a.out, out_vec) &&
+         (a.out_stride * oes) % out_vec == 0;
+}
+
+Status config_fits(const NormArgs& a, const NormConfig& c) {
+  const NormProblem& p = a.prob;
+  const int vec = vec_elems(p.dtype, c.vec16);
+  if (!threads_ok(c.threads_per_row))
+    return unsupported(fmt::format("threads per row {} is not a multiple of 32 in [32, 1024]", c.threads_per_row));
+  if (c.vec16) {
+    if (p.hidden % vec != 0)
+      return unsupported(fmt::format("hidden {} is not a multiple of {} ({}-element 16-byte vectors)",
+                                     p.hidden, vec, vec));
+    if (!vec16_aligned(a)) {
+      const std::size_t es = size_of(p.dtype);
+      if (!aligned(a.x, 16)) return misaligned("x", 16);
+      if (!aligned(a.weight, 16)) return misaligned("weight", 16);
+      if (p.fused && !aligned(a.residual, 16)) return misaligned("residual", 16);
+      if ((a.x_stride * es) % 16 || (p.fused && (a.residual_stride * es) % 16))
+        return misaligned("a row stride (in bytes)", 16);
+      return misaligned("out or out_row_stride", static_cast<std::size_t>(vec) * out_size(p.dtype, p.fp8));
+    }
+  }
+  if (c.staged) return Status::ok();
+  if (!is_items(c.items, false)) return unsupported(fmt::format("items {} not in 1, 2, 4, 8", c.items));
+  if (c.rows_per_block < 1) return unsupported("rows per block must be >= 1");
+  const std::int64_t nvec = p.hidden / vec;
+  if (ceil_div(nvec, c.items) > c.threads_per_row)
+    return unsupported(fmt::format("hidden {} needs {} vectors per row, more than {} threads x {} items",
+                                   p.hidden, nvec, c.threads_per_row, c.items));
+  const int max_threads = norm_max_threads(c, p.dtype);
+  if (c.threads_per_row * c.rows_per_block > max_threads)
+    return unsupported(fmt::format("{} threads per block exceed the kernel's limit of {} at {} items",
+                                   c.threads_per_row * c.rows_per_block, max_threads, c.items));
+  return Status::ok();
+}
+
+Status config_fits(const ActArgs& a, const ActConfig& c) {
+  const ActProblem& p = a.prob;
+  const int vec = vec_elems(p.dtype, c.vec16);
+  if (!threads_ok(c.threads) || c.threads > kernels::kActMaxThreads)
+    return unsupported(fmt::format("threads {} is not a multiple of 32 in [32, 1024]", c.threads));
+  if (!is_items(c.items, true)) return unsupported(fmt::format("items {} not in 1, 2, 4", c.items));
+  if (c.vec16) {
+    if (p.d % vec != 0)
+      return unsupported(fmt::format("d {} is not a multiple of {} ({}-element 16-byte vectors)", p.d, vec, vec));
+    if (!vec16_aligned(a)) {
+      if (!aligned(a.x, 16)) return misaligned("x", 16);
+      if ((a.x_stride * size_of(p.dtype)) % 16) return misaligned("x_row_stride (in bytes)", 16);
+      return misaligned("out or out_row_stride", static_cast<std::size_t>(vec) * out_size(p.dtype, p.fp8));
+    }
+  }
+  return Status::ok();
+}
+
+// ---- Default and candidates -------------------------------------------------------------------------------
+
+NormConfig default_config(const NormArgs& a) {
+  const NormProblem& p = a.prob;
+  NormConfig c;
+  c.vec16 = p.hidden % vec16_elems(p.dtype) == 0 && vec16_aligned(a);
+  const std::int64_t nvec = p.hidden / vec_elems(p.dtype, c.vec16);
+  // Few rows are latency-bound: spread each row over as many threads as possible. Many rows are
+  // bandwidth-bound: a few vectors per thread and blocks of <= 512 threads keep several blocks
+  // (so their loads) resident per SM while others reduce.
+  const bool few_rows = p.rows <= 64;
+  if (nvec <= 32 * 4) {
+    // Short rows: one warp per row, several rows per block.
+    c.threads_per_row = 32;
+    c.items = static_cast<int>(std::min<std::int64_t>(4, std::max<std::int64_t>(1, ceil_div(nvec, 32))));
+    if (c.items == 3) c.items = 4;
+    c.rows_per_block = static_cast<int>(std::min<std::int64_t>(8, rows_bucket(p.rows)));
+    return c;
+  }
+  const std::int64_t cap = few_rows ? 1024 : 512;
+  for (int items : kernels::kRmsNormItems) {
+    NormConfig t = c;
+    t.items = items;
+    t.rows_per_block = 1;
+    t.threads_per_row = static_cast<int>(round_up(ceil_div(nvec, items), 32));
+    if (t.threads_per_row <= cap && t.threads_per_row <= norm_max_threads(t, p.dtype)) return t;
+  }
+  c.staged = true;
+  c.threads_per_row = few_rows ? 1024 : 512;
+  return c;
+}
+
+ActConfig default_config(const ActArgs& a) {
+  const ActProblem& p = a.prob;
+  ActConfig c;
+  c.vec16 = p.d % vec16_elems(p.dtype) == 0 && vec16_aligned(a);
+  const std::int64_t nvec = p.d / vec_elems(p.dtype, c.vec16);
+  if (p.rows <= 64) {
+    // Latency-bound: many small blocks per row, one vector per thread.
+    c.items = 1;
+    c.threads = static_cast<int>(std::min<std::int64_t>(128, round_up(nvec, 32)));
+  } else {
+    c.items = nvec >= 1024 ? 2 : 1;
+    c.threads = static_cast<int>(std::min<std::int64_t>(256, round_up(ceil_div(nvec, c.items), 32)));
+  }
+  return c;
+}
+
+std::vector<NormConfig> candidate_configs(const NormArgs& a) {
+  const NormProblem& p = a.prob;
+  std::vector<NormConfig> out;
+  const bool vec16 = p.hidden % vec16_elems(p.dtype) == 0;
+  const std::int64_t nvec = p.hidden / vec_elems(p.dtype, vec16);
+  const std::int64_t rows = rows_bucket(p.rows);
+  for (int items : kernels::kRmsNormItems) {
+    // More items than needed when a single warp already covers the row with half as many.
+    if (items > 1 && ceil_div(nvec, items / 2) <= 32) continue;
+    NormConfig c;
+    c.vec16 = vec16;
+    c.items = items;
+    const std::int64_t tpr = round_up(ceil_div(nvec, items), 32);
+    if (tpr > 1024) continue;
+    c.threads_per_row = static_cast<int>(tpr);
+    const int max_threads = norm_max_threads(c, p.dtype);
+    for (int rpb = 1; rpb <= 32 && rpb <= rows && c.threads_per_row * rpb <= max_threads; rpb *= 2) {
+      c.rows_per_block = rpb;
+      out.push_back(c);
+    }
+  }
+  for (int threads : {256, 512, 1024}) {
+    if (threads > 256 && threads / 2 > nvec) break;  // most threads would idle
+    NormConfig c;
+    c.vec16 = vec16;
+    c.staged = true;
+    c.threads_per_row = threads;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<ActConfig> candidate_configs(const ActArgs& a) {
+  const ActProblem& p = a.prob;
+  std::vector<ActConfig> out;
+  const bool vec16 = p.d % vec16_elems(p.dtype) == 0;
+  const std::int64_t nvec = p.d / vec_elems(p.dtype, vec16);
+  for (bool fast : {false, true}) {
+    for (int threads : {64, 128, 256, 512, 1024}) {
+      for (int items : {1, 2, 4}) {
+        // A block spanning more than twice the row leaves most of its threads idle.
+        if (!(threads == 64 && items == 1) && threads * items > 2 * round_up(nvec, 32)) continue;
+        out.push_back(ActConfig{vec16, threads, items, fast});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tunable

@@ -1,0 +1,33 @@
+// CUDA side of the fused ops outside the kernels: the tuning workloads (fresh random inputs in
+// rotated copies, an fp64 reference, the numerics check), the launch of one configuration, and
+// the stream-capture test of the TunableOp hooks.
+#pragma once
+
+#include <memory>
+
+#include "ops/ops_args.hpp"
+#include "tune/context_impl.hpp"
+#include "tune/workload.hpp"
+
+namespace tunable {
+
+/// Launches configuration `c` on `stream` (kCudaError naming the launch on failure).
+Status launch_fused_op(const NormArgs& a, const NormConfig& c, Stream stream);
+Status launch_fused_op(const ActArgs& a, const ActConfig& c, Stream stream);
+
+/// Per-dtype tolerance of outputs in the input dtype (in units of rms(reference), relative).
+/// FP8 outputs are checked differently: within one e4m3 ULP of the reference's quantization.
+Tolerance fused_tolerance(DataType dtype);
+
+/// Tuning inputs for the problem of `a` (its signatures: rows_bucket rows, dense strides; a's
+/// pointers and strides are not used) on the context's stream.
+Status make_norm_workload(ContextImpl& ctx, const NormArgs& a, const Options& opt,
+                          std::unique_ptr<Workload<NormArgs>>* out);
+Status make_act_workload(ContextImpl& ctx, const ActArgs& a, const Options& opt,
+                         std::unique_ptr<Workload<ActArgs>>* out);
+
+/// True while `stream` is being captured into a CUDA graph (also when the query itself fails,
+/// so nothing tunes inside an ambiguous capture).
+bool stream_capturing(Stream stream);
+
+}  // namespace tunable

@@ -1,0 +1,184 @@
+// CPU tests of the skinny GEMM provider: the name grammar round trip, enumeration of the decode
+// suite's problems (operand pointers are null: enumeration, from_name, can_implement and
+// workspace_bytes make no CUDA calls), and the reasons can_implement gives.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gemm/cuda/skinny_provider.hpp"
+
+namespace tunable {
+namespace {
+
+/// y[M,N] = x[M,K] W[N,K]^T as cuBLAS "tn": m = N weight rows, n = M tokens.
+GemmArgs tn_problem(DataType t, std::int64_t rows, std::int64_t tokens, std::int64_t k) {
+  GemmArgs a;
+  a.desc = GemmDesc::make(t, Transpose::kT, Transpose::kN, rows, tokens, k);
+  return a;
+}
+
+GemmArgs fp8_problem(std::int64_t rows, std::int64_t tokens, std::int64_t k) {
+  GemmArgs a = tn_problem(DataType::kF8E4M3, rows, tokens, k);
+  a.desc.op = GemmOp::kScaledGemm;
+  a.desc.out_dtype = DataType::kBF16;
+  return a;
+}
+
+std::vector<SolutionPtr<GemmArgs>> enumerate_ok(const GemmArgs& a) {
+  std::vector<SolutionPtr<GemmArgs>> out;
+  const Status st = skinny_gemm_provider()->enumerate(a, &out);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return out;
+}
+
+TEST(SkinnyNames, EveryVariantRoundTrips) {
+  const auto names = skinny_gemm_variant_names();
+  EXPECT_EQ(names.size(), 180u);  // 3 dtypes x (6 gemv + 4 mma shapes) x 6 split settings
+  const std::set<std::string> unique(names.begin(), names.end());
+  EXPECT_EQ(unique.size(), names.size());
+  const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
+  for (const auto& n : names) {
+    const auto s = skinny_gemm_provider()->from_name(n, any);
+    ASSERT_NE(s, nullptr) << n;
+    EXPECT_EQ(s->name(), n);
+  }
+  EXPECT_NE(unique.count("skinny_gemv_bf16_r1_t256_ksauto"), 0u);
+  EXPECT_NE(unique.count("skinny_mma_fp8e4m3_bm32_wk8_ks16"), 0u);
+  // Fixed splits outside the enumerated set still parse (a results file may hold them).
+  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_mma_fp16_bm16_wk4_ks3", any), nullptr);
+  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_gemv_fp16_r4_t128_ks64", any), nullptr);
+}
+
+TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
+  const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
+  for (const char* bad : {"", "Default", "cublas_default", "skinny_gemv_bf16_r3_t256_ksauto",
+                          "skinny_gemv_bf16_r1_t512_ks1", "skinny_gemv_bf16_r1_t256_ks0",
+                          "skinny_gemv_bf16_r1_t256_ks01", "skinny_gemv_bf16_r1_t256_ks65",
+                          "skinny_gemv_fp32_r1_t256_ks1", "skinny_gemv_BFloat16_r1_t256_ks1",
+                          "skinny_gemv_bf16_bm16_wk4_ks1", "skinny_mma_bf16_r1_t256_ks1",
+                          "skinny_mma_bf16_bm64_wk4_ks1", "skinny_mma_bf16_bm16_wk2_ks1",
+                          "skinny_mma_fp8e5m2_bm16_wk4_ks1", "skinny_mma_bf16_bm16_wk4_ks1_x",
+                          "xskinny_mma_bf16_bm16_wk4_ks1"}) {
+    EXPECT_EQ(skinny_gemm_provider()->from_name(bad, any), nullptr) << bad;
+  }
+}
+
+TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
+  // bench/llm_gemm_shapes.csv (N, K) at M in {1, 8, 16, 32, 64}.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {6144, 4096}, {4096, 4096},  {28672, 4096}, {4096, 14336}, {2560, 2048},  {2048, 2048},
+      {32768, 2048}, {2048, 16384}, {256000, 2048}, {2304, 16384}, {13312, 16384}, {16384, 6656},
+      {1024, 2048}};
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (const auto& [rows, k] : shapes) {
+      for (std::int64_t tokens : {1, 8, 16, 32, 64}) {
+        const GemmArgs a = t == DataType::kF8E4M3 ? fp8_problem(rows, tokens, k)
+                                                  : tn_problem(t, rows, tokens, k);
+        const auto sols = enumerate_ok(a);
+        const std::string what = fmt::format("{} N={} K={} M={}", short_name(t), rows, k, tokens);
+        // Huge weights at many tokens have no room for split-K workspace: only unsplit variants.
+        EXPECT_GE(sols.size(), rows * tokens * 4 * 2 > (std::int64_t{32} << 20) ? 8u : 10u) << what;
+        EXPECT_LE(sols.size(), 40u) << what;
+        std::set<std::string> seen;
+        bool gemv = false, mma = false;
+        for (const auto& s : sols) {
+          EXPECT_TRUE(seen.insert(s->name()).second) << "duplicate " << s->name();
+          const Status st = s->can_implement(a);
+          EXPECT_TRUE(st.is_ok()) << s->name() << ": " << st.to_string();
+          EXPECT_LE(s->workspace_bytes(a), std::size_t{32} << 20) << s->name();
+          const auto back = skinny_gemm_provider()->from_name(s->name(), a);
+          ASSERT_NE(back, nullptr) << s->name();
+          EXPECT_EQ(back->name(), s->name());
+          gemv |= s->name().rfind("skinny_gemv_", 0) == 0;
+          mma |= s->name().rfind("skinny_mma_", 0) == 0;
+        }
+        EXPECT_EQ(gemv, tokens <= 8) << what;
+        EXPECT_TRUE(mma) << what;
+      }
+    }
+  }
+}
+
+TEST(SkinnyNames, WorkspaceMatchesSplits) {
+  const GemmArgs a = tn_problem(DataType::kBF16, 2048, 8, 2048);
+  const auto p = skinny_gemm_provider();
+  EXPECT_EQ(p->from_name("skinny_mma_bf16_bm16_wk8_ks1", a)->workspace_bytes(a), 0u);
+  EXPECT_EQ(p->from_name("skinny_mma_bf16_bm16_wk8_ks4", a)->workspace_bytes(a), 4u * 4 * 8 * 2048);
+  EXPECT_EQ(p->from_name("skinny_gemv_bf16_r1_t256_ks2", a)->workspace_bytes(a), 2u * 4 * 8 * 2048);
+  // Auto sizes for its largest plan: at most 64 splits, half the weight bytes of partial traffic.
+  const std::size_t autos = p->from_name("skinny_gemv_bf16_r1_t256_ksauto", a)->workspace_bytes(a);
+  EXPECT_GT(autos, 0u);
+  EXPECT_LE(autos, std::size_t{64} * 4 * 8 * 2048);
+}
+
+TEST(SkinnyNames, EnumerationRefusesOutOfScopeProblems) {
+  const auto p = skinny_gemm_provider();
+  auto refused = [&](const GemmArgs& a, StatusCode code) {
+    std::vector<SolutionPtr<GemmArgs>> out;
+    const Status st = p->enumerate(a, &out);
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_FALSE(st.message().empty());
+    EXPECT_TRUE(out.empty());
+  };
+  GemmArgs nn = tn_problem(DataType::kBF16, 4096, 1, 4096);
+  nn.desc.transa = Transpose::kN;
+  refused(nn, StatusCode::kNotSupported);
+  refused(tn_problem(DataType::kBF16, 4096, 65, 4096), StatusCode::kNotSupported);
+  refused(tn_problem(DataType::kF32, 4096, 1, 4096), StatusCode::kNotSupported);
+  refused(tn_problem(DataType::kBF16, 4096, 1, 4100), StatusCode::kNotSupported);  // k % 8
+  GemmArgs lda = tn_problem(DataType::kBF16, 4096, 1, 4096);
+  lda.desc.lda = 4100;
+  refused(lda, StatusCode::kMisaligned);
+  refused(fp8_problem(4096, 1, 4104), StatusCode::kNotSupported);  // k % 16 for fp8
+  GemmArgs e5 = fp8_problem(4096, 1, 4096);
+  e5.desc.dtype = DataType::kF8E5M2;
+  refused(e5, StatusCode::kNotSupported);
+  GemmArgs batched = tn_problem(DataType::kBF16, 4096, 1, 4096);
+  batched.desc.op = GemmOp::kGemmStridedBatched;
+  batched.desc.batch = 2;
+  refused(batched, StatusCode::kNotSupported);
+}
+
+TEST(SkinnyNames, CanImplementSaysWhy) {
+  const auto p = skinny_gemm_provider();
+  const auto gemv = p->from_name("skinny_gemv_bf16_r1_t256_ks1", tn_problem(DataType::kBF16, 64, 1, 64));
+  const auto mma = p->from_name("skinny_mma_bf16_bm16_wk4_ks2", tn_problem(DataType::kBF16, 64, 1, 64));
+  ASSERT_NE(gemv, nullptr);
+  ASSERT_NE(mma, nullptr);
+  EXPECT_TRUE(gemv->can_implement(tn_problem(DataType::kBF16, 77, 8, 1000)).is_ok());
+  EXPECT_EQ(gemv->can_implement(tn_problem(DataType::kBF16, 77, 9, 1000)).code(), StatusCode::kNotSupported);
+  EXPECT_TRUE(mma->can_implement(tn_problem(DataType::kBF16, 77, 64, 1000)).is_ok());
+  EXPECT_EQ(mma->can_implement(tn_problem(DataType::kF16, 77, 8, 1000)).code(), StatusCode::kNotSupported);
+  // ks2 needs two split granules (4 warps x 32 elements).
+  EXPECT_EQ(mma->can_implement(tn_problem(DataType::kBF16, 77, 8, 128)).code(), StatusCode::kNotSupported);
+  EXPECT_TRUE(mma->can_implement(tn_problem(DataType::kBF16, 77, 8, 136)).is_ok());
+  GemmArgs a = tn_problem(DataType::kBF16, 77, 8, 1000);
+  a.desc.ldb = 1004;
+  EXPECT_EQ(gemv->can_implement(a).code(), StatusCode::kMisaligned);
+  a = tn_problem(DataType::kBF16, 77, 8, 1000);
+  a.ops.a = reinterpret_cast<const void*>(std::uintptr_t{0x1008});
+  const Status st = gemv->can_implement(a);
+  EXPECT_EQ(st.code(), StatusCode::kMisaligned);
+  EXPECT_NE(st.message().find("16-byte"), std::string::npos) << st.message();
+  a = tn_problem(DataType::kBF16, 77, 8, 1000);
+  a.desc.transb = Transpose::kT;
+  EXPECT_EQ(gemv->can_implement(a).code(), StatusCode::kNotSupported);
+  // Epilogues: bias, relu and gelu are all handled.
+  for (Epilogue e : {Epilogue::kBias, Epilogue::kBiasRelu, Epilogue::kBiasGelu}) {
+    a = tn_problem(DataType::kBF16, 77, 8, 1000);
+    a.desc.op = GemmOp::kGemmAndBias;
+    a.desc.epilogue = e;
+    EXPECT_TRUE(gemv->can_implement(a).is_ok());
+  }
+  // A fixed split count whose partial sums exceed the 32 MiB workspace is refused.
+  const auto wide = p->from_name("skinny_mma_bf16_bm16_wk4_ks16", tn_problem(DataType::kBF16, 64, 1, 64));
+  EXPECT_EQ(wide->can_implement(tn_problem(DataType::kBF16, 256000, 64, 16384)).code(),
+            StatusCode::kNotSupported);
+}
+
+}  // namespace
+}  // namespace tunable

@@ -1,0 +1,803 @@
+// Fused ops on the GPU against an fp64 host reference: every op, dtype, weight convention and FP8
+// mode through the public API (Default), every registered candidate directly, the residual
+// updated exactly as dtype(x + r), FP8 outputs within one e4m3 step of the reference
+// quantization, padding never written, clear errors, and tuning through an enabled Context.
+//
+// Quick sweep by default; TUNABLE_TEST_FULL=1 adds more row counts and sizes.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cuda/cuda_util.hpp"
+#include "ops/ops_args.hpp"
+#include "ops/ops_solutions.hpp"
+#include "ops/ops_workload.hpp"
+#include "test_util.hpp"
+#include "tunable/context.hpp"
+#include "tunable/ops.hpp"
+
+namespace tunable {
+namespace {
+
+#define ASSERT_OK(expr)                                    \
+  do {                                                     \
+    const ::tunable::Status st_ = (expr);                  \
+    ASSERT_TRUE(st_.is_ok()) << #expr << ": " << st_.to_string(); \
+  } while (0)
+
+bool full_sweep() {
+  const char* v = std::getenv("TUNABLE_TEST_FULL");
+  return v && v[0] == '1';
+}
+
+constexpr float kEps = 1e-6f;
+constexpr double kNormScale = 1.0 / 160.0;  // static FP8 scales of the tests
+constexpr double kActScale = 1.0 / 64.0;
+constexpr double kMinTokenScale = 1.0 / (448.0 * 512.0);
+
+// ---- host number formats ----------------------------------------------------------------------
+
+double decode(DataType t, const unsigned char* p) {
+  switch (t) {
+    case DataType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DataType::kBF16: {
+      std::uint16_t b;
+      std::memcpy(&b, p, 2);
+      const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case DataType::kF16: {
+      std::uint16_t h;
+      std::memcpy(&h, p, 2);
+      const int e = (h >> 10) & 31, m = h & 1023;
+      double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+      return (h >> 15) ? -v : v;
+    }
+    case DataType::kF8E4M3: {
+      const unsigned char c = *p;
+      const int e = (c >> 3) & 15, m = c & 7;
+      double v = (c & 0x7f) == 0x7f ? NAN : e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
+      return (c >> 7) ? -v : v;
+    }
+    default: return NAN;
+  }
+}
+
+/// Round to nearest even in `t` (significand bits, smallest normal exponent, largest finite);
+/// FP8 saturates, the others overflow to infinity.
+double round_to(DataType t, double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  int p = 24, emin = -126;
+  double max = FLT_MAX;
+  if (t == DataType::kBF16) p = 8, max = 3.3895313892515355e38;
+  if (t == DataType::kF16) p = 11, emin = -14, max = 65504;
+  if (t == DataType::kF8E4M3) p = 4, emin = -6, max = 448;
+  int e = 0;
+  std::frexp(std::fabs(v), &e);
+  const double ulp = std::ldexp(1.0, std::max(e - 1, emin) - (p - 1));
+  const double q = std::nearbyint(v / ulp) * ulp;
+  if (std::fabs(q) > max) return t == DataType::kF8E4M3 ? std::copysign(max, v) : std::copysign(INFINITY, v);
+  return q;
+}
+
+/// Position of an e4m3 value among the finite e4m3 values (negative below zero; +0 and -0 equal).
+int fp8_step(double v) {
+  static const std::vector<double> pos = [] {
+    std::vector<double> p;
+    for (unsigned c = 0; c < 0x7f; ++c) {
+      const unsigned char b = static_cast<unsigned char>(c);
+      p.push_back(decode(DataType::kF8E4M3, &b));
+    }
+    return p;
+  }();
+  const auto it = std::lower_bound(pos.begin(), pos.end(), std::fabs(v));
+  const int i = static_cast<int>(it - pos.begin());
+  return v < 0 ? -i : i;
+}
+
+double silu(double g) { return g / (1.0 + std::exp(-g)); }
+double gelu_tanh(double g) {
+  return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+}
+
+/// Device bytes -> host bytes.
+std::vector<unsigned char> fetch(const void* p, std::size_t bytes) {
+  std::vector<unsigned char> h(bytes);
+  EXPECT_EQ(cudaMemcpy(h.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
+
+/// Accumulates elementwise mismatches of one output and reports the first few.
+class Mismatches {
+ public:
+  explicit Mismatches(std::string what) : what_(std::move(what)) {}
+  void add(bool bad, std::int64_t row, std::int64_t col, double got, double want) {
+    if (!bad) return;
+    if (count_ < 5) first_ += fmt::format("\n  [{}, {}] got {} want {}", row, col, got, want);
+    ++count_;
+  }
+  void expect_none(const std::string& who) const {
+    EXPECT_EQ(count_, 0u) << who << ": " << count_ << " bad elements in " << what_ << first_;
+  }
+
+ private:
+  std::string what_, first_;
+  std::size_t count_ = 0;
+};
+
+std::uint64_t seed_of(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+Context& disabled_context() {
+  static Context* ctx = [] {
+    Options o;
+    o.enabled = false;
+    o.filename = "";
+    return new Context(Device::cuda(0), o);
+  }();
+  return *ctx;
+}
+
+/// Drops repeated cases (the sweeps overlap), keeping the first of each name.
+template <class Case>
+std::vector<Case> unique_cases(std::vector<Case> cases) {
+  std::vector<Case> out;
+  std::vector<std::string> seen;
+  for (Case& c : cases) {
+    if (std::find(seen.begin(), seen.end(), c.name()) != seen.end()) continue;
+    seen.push_back(c.name());
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+const char* fp8_name(Fp8Scaling f) {
+  return f == Fp8Scaling::kNone ? "" : f == Fp8Scaling::kStatic ? "_fp8static" : "_fp8dyn";
+}
+
+// ---- RMSNorm --------------------------------------------------------------------------------------
+
+struct NormCase {
+  DataType dtype = DataType::kBF16;
+  bool fused = true;
+  NormWeight weight = NormWeight::kLlama;
+  Fp8Scaling fp8 = Fp8Scaling::kNone;
+  std::int64_t rows = 1, hidden = 8;
+  std::int64_t pad = 0;     ///< extra elements per row (x, out; residual gets 2 * pad)
+  std::int64_t offset = 0;  ///< elements between the allocation and x, residual, out
+  bool in_place = false;    ///< out = x (vLLM's form)
+
+  std::string name() const {
+    std::string n = fmt::format("{}_{}_{}{}_r{}_h{}", short_name(dtype), fused ? "addnorm" : "norm",
+                                weight == NormWeight::kGemma ? "gemma" : "llama", fp8_name(fp8), rows, hidden);
+    if (pad) n += fmt::format("_pad{}", pad);
+    if (offset) n += fmt::format("_off{}", offset);
+    if (in_place) n += "_inplace";
+    return n;
+  }
+};
+
+std::ostream& operator<<(std::ostream& os, const NormCase& c) { return os << c.name(); }
+
+/// Device buffers of one norm problem, host copies of its inputs, and the check against the
+/// fp64 reference (recomputed row by row from the host copies).
+class NormRun {
+ public:
+  explicit NormRun(const NormCase& c) : c_(c) {}
+
+  void setup() {
+    const DataType t = c_.dtype;
+    es_ = size_of(t);
+    oes_ = out_size(t, c_.fp8);
+    xs_ = c_.hidden + c_.pad;
+    rs_ = c_.hidden + 2 * c_.pad;
+    os_ = c_.in_place ? xs_ : c_.hidden + c_.pad;
+    const std::size_t nx = c_.rows * xs_ + c_.offset, nr = c_.rows * rs_ + c_.offset;
+    const std::size_t no = c_.rows * os_ + c_.offset;
+    ASSERT_OK(x_.allocate(nx * es_));
+    ASSERT_OK(res_.allocate(nr * es_));
+    ASSERT_OK(pristine_.allocate(nr * es_));
+    ASSERT_OK(w_.allocate(c_.hidden * es_));
+    ASSERT_OK(out_.allocate(no * oes_));
+    ASSERT_OK(scale_.allocate(sizeof(float)));
+    ASSERT_OK(tok_.allocate(c_.rows * sizeof(float)));
+    const std::uint64_t seed = seed_of(c_.name());
+    ASSERT_OK(fill_random(x_.get(), t, nx, seed, 1.0f, nullptr));
+    ASSERT_OK(fill_random(res_.get(), t, nr, seed + 1, 1.0f, nullptr));
+    ASSERT_OK(fill_random(w_.get(), t, c_.hidden, seed + 2, 1.0f, nullptr));
+    const float s = static_cast<float>(kNormScale);
+    ASSERT_EQ(cudaMemcpy(scale_.get(), &s, sizeof s, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(pristine_.get(), res_.get(), nr * es_, cudaMemcpyDeviceToDevice), cudaSuccess);
+    hx_ = fetch(x_.get(), nx * es_);
+    hr_ = fetch(res_.get(), nr * es_);
+    hw_ = fetch(w_.get(), c_.hidden * es_);
+  }
+
+  NormArgs args() const {
+    NormArgs a;
+    a.prob = NormProblem{c_.fused, c_.dtype, c_.weight, c_.fp8, c_.rows, c_.hidden};
+    a.x_stride = xs_;
+    a.residual_stride = rs_;
+    a.out_stride = os_;
+    a.eps = kEps;
+    a.x = x_.as<char>() + c_.offset * es_;
+    a.residual = c_.fused ? res_.as<char>() + c_.offset * es_ : nullptr;
+    a.weight = w_.get();
+    a.out = c_.in_place ? const_cast<void*>(a.x) : out_.as<char>() + c_.offset * oes_;
+    a.scale = c_.fp8 == Fp8Scaling::kStatic ? scale_.as<float>() : nullptr;
+    a.token_scales = c_.fp8 == Fp8Scaling::kDynamicPerToken ? tok_.as<float>() : nullptr;
+    return a;
+  }
+
+  /// Before each run: residual (and an in-place x) restored, out and token scales poisoned.
+  void reset() {
+    ASSERT_EQ(cudaMemcpy(res_.get(), pristine_.get(), res_.size(), cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    if (c_.in_place) {
+      ASSERT_EQ(cudaMemcpy(x_.get(), hx_.data(), hx_.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    } else {
+      const DataType out_t = c_.fp8 == Fp8Scaling::kNone ? c_.dtype : DataType::kF8E4M3;
+      ASSERT_OK(fill_nan(out_.get(), out_t, out_.size() / oes_, nullptr));
+    }
+    ASSERT_OK(fill_nan(tok_.get(), DataType::kF32, c_.rows, nullptr));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+
+  /// Compares the device results with the fp64 reference.
+  void check(const std::string& who) {
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << who;
+    const DataType t = c_.dtype;
+    const DataType out_t = c_.fp8 == Fp8Scaling::kNone ? t : DataType::kF8E4M3;
+    const std::vector<unsigned char> got_out =
+        c_.in_place ? fetch(x_.get(), x_.size()) : fetch(out_.get(), out_.size());
+    const std::vector<unsigned char> got_res = fetch(res_.get(), res_.size());
+    const std::vector<unsigned char> got_tok = fetch(tok_.get(), tok_.size());
+    const std::int64_t H = c_.hidden;
+    const Tolerance tol = fused_tolerance(t);
+
+    // Pass 1: the reference rows and their rms over the whole output.
+    std::vector<double> row(H), y(H);
+    double sumsq = 0;
+    for (std::int64_t r = 0; r < c_.rows; ++r) {
+      reference_row(r, &row, &y, nullptr);
+      for (double v : y) sumsq += v * v;
+    }
+    const double abs_bound = tol.atol * std::sqrt(sumsq / static_cast<double>(c_.rows * H));
+
+    Mismatches bad_res("residual (must be exactly dtype(x + r))"), bad_out("out"),
+        bad_pad("out padding (must stay unwritten)"), bad_tok("token scales");
+    for (std::int64_t r = 0; r < c_.rows; ++r) {
+      double s = 1;
+      reference_row(r, &row, &y, &s);
+      for (std::int64_t col = 0; col < H; ++col) {
+        if (c_.fused) {
+          const double g = decode(t, &got_res[((c_.offset + r * rs_ + col) * es_)]);
+          bad_res.add(!(g == row[col]), r, col, g, row[col]);
+        }
+        const double g = decode(out_t, &got_out[(c_.offset + r * os_ + col) * oes_]);
+        if (c_.fp8 == Fp8Scaling::kNone) {
+          bad_out.add(!(std::fabs(g - y[col]) <= abs_bound + tol.rtol * std::fabs(y[col])), r, col, g, y[col]);
+        } else {
+          const double q = round_to(DataType::kF8E4M3, y[col] / s);
+          bad_out.add(!std::isfinite(g) || std::abs(fp8_step(g) - fp8_step(q)) > 1, r, col, g, q);
+        }
+      }
+      if (!c_.in_place) {
+        for (std::int64_t col = H; col < os_; ++col) {
+          const double g = decode(out_t, &got_out[(c_.offset + r * os_ + col) * oes_]);
+          bad_pad.add(!std::isnan(g), r, col, g, NAN);
+        }
+      }
+      if (c_.fp8 == Fp8Scaling::kDynamicPerToken) {
+        const double g = decode(DataType::kF32, &got_tok[r * 4]);
+        bad_tok.add(!(std::fabs(g - s) <= 1e-5 * s), r, 0, g, s);
+      }
+    }
+    bad_res.expect_none(who);
+    bad_out.expect_none(who);
+    bad_pad.expect_none(who);
+    bad_tok.expect_none(who);
+  }
+
+  const NormCase& c() const { return c_; }
+
+ private:
+  /// Row r: the normalized input (rounded residual when fused) in *in, y in *y, and the FP8 scale
+  /// of the row in *scale.
+  void reference_row(std::int64_t r, std::vector<double>* in, std::vector<double>* y, double* scale) const {
+    const DataType t = c_.dtype;
+    const std::int64_t H = c_.hidden;
+    double ss = 0;
+    for (std::int64_t col = 0; col < H; ++col) {
+      double v = decode(t, &hx_[(c_.offset + r * xs_ + col) * es_]);
+      if (c_.fused) v = round_to(t, v + decode(t, &hr_[(c_.offset + r * rs_ + col) * es_]));
+      (*in)[col] = v;
+      ss += v * v;
+    }
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(H) + static_cast<double>(kEps));
+    double amax = 0;
+    for (std::int64_t col = 0; col < H; ++col) {
+      const double w = decode(t, &hw_[col * es_]);
+      (*y)[col] = (*in)[col] * inv * (c_.weight == NormWeight::kGemma ? 1.0 + w : w);
+      amax = std::max(amax, std::fabs((*y)[col]));
+    }
+    if (scale) {
+      *scale = c_.fp8 == Fp8Scaling::kStatic ? static_cast<double>(static_cast<float>(kNormScale))
+               : c_.fp8 == Fp8Scaling::kDynamicPerToken ? std::max(amax / 448.0, kMinTokenScale)
+                                                        : 1.0;
+    }
+  }
+
+  NormCase c_;
+  std::size_t es_ = 0, oes_ = 0;
+  std::int64_t xs_ = 0, rs_ = 0, os_ = 0;
+  DeviceBuffer x_, res_, pristine_, w_, out_, scale_, tok_;
+  std::vector<unsigned char> hx_, hr_, hw_;
+};
+
+Status run_norm_api(Context& ctx, const NormArgs& a) {
+  const Fp8Output fp8{a.prob.fp8, a.scale, a.token_scales};
+  if (a.prob.fused) {
+    return fused_add_rms_norm(ctx, a.out, a.x, a.residual, a.weight, a.prob.rows, a.prob.hidden, a.x_stride,
+                              a.residual_stride, a.out_stride, a.eps, a.prob.dtype, a.prob.weight, nullptr, fp8);
+  }
+  return rms_norm(ctx, a.out, a.x, a.weight, a.prob.rows, a.prob.hidden, a.x_stride, a.out_stride, a.eps,
+                  a.prob.dtype, a.prob.weight, nullptr, fp8);
+}
+
+const std::vector<std::int64_t> kHidden = {8, 24, 128, 2048, 4096, 5120, 16384, 4100};
+
+std::vector<NormCase> norm_api_cases() {
+  std::vector<NormCase> out;
+  const std::vector<std::int64_t> rows = full_sweep() ? std::vector<std::int64_t>{1, 3, 37, 64, 1024}
+                                                      : std::vector<std::int64_t>{1, 37};
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (bool fused : {false, true})
+      for (NormWeight w : {NormWeight::kLlama, NormWeight::kGemma})
+        for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic, Fp8Scaling::kDynamicPerToken})
+          for (std::int64_t h : kHidden)
+            for (std::int64_t r : rows) out.push_back(NormCase{t, fused, w, f, r, h});
+  // Many rows, strided rows, misaligned pointers (scalar fallback) and the in-place form.
+  for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kDynamicPerToken}) {
+    out.push_back(NormCase{DataType::kBF16, true, NormWeight::kLlama, f, 1024, 4096});
+    out.push_back(NormCase{DataType::kBF16, true, NormWeight::kGemma, f, 4096, 4096});
+    out.push_back(NormCase{DataType::kBF16, true, NormWeight::kLlama, f, 256, 16384});
+    out.push_back(NormCase{DataType::kF16, false, NormWeight::kLlama, f, 1000, 8192});
+  }
+  for (DataType t : {DataType::kBF16, DataType::kF32}) {
+    out.push_back(NormCase{t, true, NormWeight::kLlama, Fp8Scaling::kNone, 64, 4096, 8});
+    out.push_back(NormCase{t, true, NormWeight::kLlama, Fp8Scaling::kNone, 64, 4096, 3});
+    out.push_back(NormCase{t, true, NormWeight::kGemma, Fp8Scaling::kStatic, 64, 4096, 0, 1});
+    out.push_back(NormCase{t, false, NormWeight::kLlama, Fp8Scaling::kDynamicPerToken, 17, 2048, 5, 3});
+    out.push_back(NormCase{t, true, NormWeight::kLlama, Fp8Scaling::kNone, 33, 4096, 0, 0, true});
+    out.push_back(NormCase{t, false, NormWeight::kGemma, Fp8Scaling::kNone, 33, 4100, 4, 0, true});
+  }
+  if (full_sweep()) {
+    for (std::int64_t h : {4096, 8192, 16384})
+      out.push_back(NormCase{DataType::kBF16, true, NormWeight::kLlama, Fp8Scaling::kNone, 4096, h});
+  }
+  return unique_cases(std::move(out));
+}
+
+class NormApiTest : public ::testing::TestWithParam<NormCase> {};
+
+TEST_P(NormApiTest, MatchesReference) {
+  NormRun run(GetParam());
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  ASSERT_OK(run_norm_api(disabled_context(), run.args()));
+  run.check("Default via the public API");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, NormApiTest, ::testing::ValuesIn(norm_api_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+std::vector<NormCase> norm_candidate_cases() {
+  std::vector<NormCase> out;
+  // (hidden, rows): tiny rows (warp per row), vectorized, scalar (4100), long rows.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {24, 1}, {24, 37}, {24, 1024}, {4096, 1}, {4096, 37}, {4096, 1024},
+      {4100, 37}, {4100, 1024}, {16384, 1}, {16384, 37}, {16384, 256}};
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (auto [h, r] : shapes) {
+      out.push_back(NormCase{t, true, NormWeight::kLlama, Fp8Scaling::kNone, r, h});
+      if (t != DataType::kF16) {
+        out.push_back(NormCase{t, true, NormWeight::kGemma, Fp8Scaling::kDynamicPerToken, r, h});
+        out.push_back(NormCase{t, false, NormWeight::kLlama, Fp8Scaling::kStatic, r, h});
+      }
+    }
+  return out;
+}
+
+class NormCandidatesTest : public ::testing::TestWithParam<NormCase> {};
+
+/// Every registered candidate, not only the one Default picks, run directly.
+TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
+  NormRun run(GetParam());
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  const NormArgs a = run.args();
+  const std::vector<SolutionPtr<NormArgs>> cands = all_candidates(a);
+  ASSERT_GT(cands.size(), 1u);
+  for (const auto& sol : cands) {
+    ASSERT_OK(sol->can_implement(a));
+    ASSERT_NO_FATAL_FAILURE(run.reset());
+    ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
+    run.check(sol->name());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, NormCandidatesTest, ::testing::ValuesIn(norm_candidate_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// ---- act-and-mul ---------------------------------------------------------------------------------
+
+struct ActCase {
+  DataType dtype = DataType::kBF16;
+  Activation act = Activation::kSilu;
+  Fp8Scaling fp8 = Fp8Scaling::kNone;
+  std::int64_t rows = 1, d = 8;
+  std::int64_t pad = 0, offset = 0;
+
+  std::string name() const {
+    std::string n = fmt::format("{}_{}{}_r{}_d{}", short_name(dtype), act == Activation::kSilu ? "silu" : "gelutanh",
+                                fp8_name(fp8), rows, d);
+    if (pad) n += fmt::format("_pad{}", pad);
+    if (offset) n += fmt::format("_off{}", offset);
+    return n;
+  }
+};
+
+std::ostream& operator<<(std::ostream& os, const ActCase& c) { return os << c.name(); }
+
+class ActRun {
+ public:
+  explicit ActRun(const ActCase& c) : c_(c) {}
+
+  void setup() {
+    es_ = size_of(c_.dtype);
+    oes_ = out_size(c_.dtype, c_.fp8);
+    xs_ = 2 * c_.d + c_.pad;
+    os_ = c_.d + c_.pad;
+    const std::size_t nx = c_.rows * xs_ + c_.offset, no = c_.rows * os_ + c_.offset;
+    ASSERT_OK(x_.allocate(nx * es_));
+    ASSERT_OK(out_.allocate(no * oes_));
+    ASSERT_OK(scale_.allocate(sizeof(float)));
+    ASSERT_OK(fill_random(x_.get(), c_.dtype, nx, seed_of(c_.name()), 3.0f, nullptr));
+    const float s = static_cast<float>(kActScale);
+    ASSERT_EQ(cudaMemcpy(scale_.get(), &s, sizeof s, cudaMemcpyHostToDevice), cudaSuccess);
+    hx_ = fetch(x_.get(), nx * es_);
+  }
+
+  ActArgs args() const {
+    ActArgs a;
+    a.prob = ActProblem{c_.dtype, c_.act, c_.fp8, c_.rows, c_.d};
+    a.x_stride = xs_;
+    a.out_stride = os_;
+    a.x = x_.as<char>() + c_.offset * es_;
+    a.out = out_.as<char>() + c_.offset * oes_;
+    a.scale = c_.fp8 == Fp8Scaling::kStatic ? scale_.as<float>() : nullptr;
+    return a;
+  }
+
+  void reset() {
+    const DataType out_t = c_.fp8 == Fp8Scaling::kNone ? c_.dtype : DataType::kF8E4M3;
+    ASSERT_OK(fill_nan(out_.get(), out_t, out_.size() / oes_, nullptr));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+
+  void check(const std::string& who) {
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << who;
+    const DataType out_t = c_.fp8 == Fp8Scaling::kNone ? c_.dtype : DataType::kF8E4M3;
+    const std::vector<unsigned char> got = fetch(out_.get(), out_.size());
+    const Tolerance tol = fused_tolerance(c_.dtype);
+    double sumsq = 0;
+    for (std::int64_t r = 0; r < c_.rows; ++r)
+      for (std::int64_t col = 0; col < c_.d; ++col) sumsq += std::pow(reference(r, col), 2);
+    const double abs_bound = tol.atol * std::sqrt(sumsq / static_cast<double>(c_.rows * c_.d));
+    const double scale = static_cast<float>(kActScale);
+    Mismatches bad_out("out"), bad_pad("out padding (must stay unwritten)");
+    for (std::int64_t r = 0; r < c_.rows; ++r) {
+      for (std::int64_t col = 0; col < c_.d; ++col) {
+        const double y = reference(r, col);
+        const double g = decode(out_t, &got[(c_.offset + r * os_ + col) * oes_]);
+        if (c_.fp8 == Fp8Scaling::kNone) {
+          bad_out.add(!(std::fabs(g - y) <= abs_bound + tol.rtol * std::fabs(y)), r, col, g, y);
+        } else {
+          const double q = round_to(DataType::kF8E4M3, y / scale);
+          bad_out.add(!std::isfinite(g) || std::abs(fp8_step(g) - fp8_step(q)) > 1, r, col, g, q);
+        }
+      }
+      for (std::int64_t col = c_.d; col < os_; ++col) {
+        const double g = decode(out_t, &got[(c_.offset + r * os_ + col) * oes_]);
+        bad_pad.add(!std::isnan(g), r, col, g, NAN);
+      }
+    }
+    bad_out.expect_none(who);
+    bad_pad.expect_none(who);
+  }
+
+ private:
+  double reference(std::int64_t r, std::int64_t col) const {
+    const double g = decode(c_.dtype, &hx_[(c_.offset + r * xs_ + col) * es_]);
+    const double u = decode(c_.dtype, &hx_[(c_.offset + r * xs_ + c_.d + col) * es_]);
+    return (c_.act == Activation::kSilu ? silu(g) : gelu_tanh(g)) * u;
+  }
+
+  ActCase c_;
+  std::size_t es_ = 0, oes_ = 0;
+  std::int64_t xs_ = 0, os_ = 0;
+  DeviceBuffer x_, out_, scale_;
+  std::vector<unsigned char> hx_;
+};
+
+Status run_act_api(Context& ctx, const ActArgs& a) {
+  return act_and_mul(ctx, a.out, a.x, a.prob.rows, a.prob.d, a.x_stride, a.out_stride, a.prob.dtype,
+                     a.prob.act, nullptr, Fp8Output{a.prob.fp8, a.scale, nullptr});
+}
+
+std::vector<ActCase> act_api_cases() {
+  std::vector<ActCase> out;
+  const std::vector<std::int64_t> rows = full_sweep() ? std::vector<std::int64_t>{1, 3, 37, 64, 1024}
+                                                      : std::vector<std::int64_t>{1, 37};
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (Activation act : {Activation::kSilu, Activation::kGeluTanh})
+      for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic})
+        for (std::int64_t d : kHidden)
+          for (std::int64_t r : rows) out.push_back(ActCase{t, act, f, r, d});
+  out.push_back(ActCase{DataType::kBF16, Activation::kSilu, Fp8Scaling::kNone, 1024, 14336});
+  out.push_back(ActCase{DataType::kBF16, Activation::kGeluTanh, Fp8Scaling::kStatic, 4096, 4096});
+  out.push_back(ActCase{DataType::kBF16, Activation::kSilu, Fp8Scaling::kNone, 70000, 8});  // > grid.y rows
+  for (DataType t : {DataType::kBF16, DataType::kF32}) {
+    out.push_back(ActCase{t, Activation::kSilu, Fp8Scaling::kNone, 64, 4096, 8});
+    out.push_back(ActCase{t, Activation::kSilu, Fp8Scaling::kNone, 64, 4096, 3});
+    out.push_back(ActCase{t, Activation::kGeluTanh, Fp8Scaling::kStatic, 64, 4096, 0, 1});
+  }
+  return unique_cases(std::move(out));
+}
+
+class ActApiTest : public ::testing::TestWithParam<ActCase> {};
+
+TEST_P(ActApiTest, MatchesReference) {
+  ActRun run(GetParam());
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  ASSERT_OK(run_act_api(disabled_context(), run.args()));
+  run.check("Default via the public API");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ActApiTest, ::testing::ValuesIn(act_api_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+std::vector<ActCase> act_candidate_cases() {
+  std::vector<ActCase> out;
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (Activation act : {Activation::kSilu, Activation::kGeluTanh})
+      for (std::int64_t d : {24, 4096, 4100})
+        for (std::int64_t r : {1, 37, 1024}) {
+          out.push_back(ActCase{t, act, Fp8Scaling::kNone, r, d});
+          if (t == DataType::kBF16) out.push_back(ActCase{t, act, Fp8Scaling::kStatic, r, d});
+        }
+  return out;
+}
+
+class ActCandidatesTest : public ::testing::TestWithParam<ActCase> {};
+
+TEST_P(ActCandidatesTest, EveryCandidateMatchesReference) {
+  ActRun run(GetParam());
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  const ActArgs a = run.args();
+  const std::vector<SolutionPtr<ActArgs>> cands = all_candidates(a);
+  ASSERT_GT(cands.size(), 1u);
+  bool fast = false;
+  for (const auto& sol : cands) {
+    ASSERT_OK(sol->can_implement(a));
+    ASSERT_NO_FATAL_FAILURE(run.reset());
+    ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
+    run.check(sol->name());
+    fast |= sol->name().find("_fastsigmoid") != std::string::npos;
+  }
+  EXPECT_TRUE(fast) << "the exp2-based sigmoid candidates were not among the candidates";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ActCandidatesTest, ::testing::ValuesIn(act_candidate_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// ---- errors -------------------------------------------------------------------------------------
+
+void expect_error(const Status& st, StatusCode code, const std::string& mentions) {
+  EXPECT_EQ(st.code(), code) << st.to_string();
+  EXPECT_NE(st.message().find(mentions), std::string::npos) << st.message();
+}
+
+TEST(OpsErrors, ClearStatusesAndNothingLaunched) {
+  Context& ctx = disabled_context();
+  DeviceBuffer buf;
+  ASSERT_OK(buf.allocate(1 << 20));
+  char* p = buf.as<char>();
+  void *x = p, *r = p + (256 << 10), *w = p + (512 << 10), *out = p + (768 << 10);
+  expect_error(fused_add_rms_norm(ctx, out, x, r, w, 0, 1024, 1024, 1024, 1024, kEps, DataType::kBF16),
+               StatusCode::kInvalidArgument, "rows");
+  expect_error(fused_add_rms_norm(ctx, out, x, r, w, 4, 0, 1024, 1024, 1024, kEps, DataType::kBF16),
+               StatusCode::kInvalidArgument, "hidden");
+  expect_error(fused_add_rms_norm(ctx, out, nullptr, r, w, 4, 1024, 1024, 1024, 1024, kEps, DataType::kBF16),
+               StatusCode::kInvalidArgument, "x must not be null");
+  expect_error(rms_norm(ctx, out, p + 1, w, 4, 1024, 1024, 1024, kEps, DataType::kBF16),
+               StatusCode::kMisaligned, "x");
+  expect_error(rms_norm(ctx, out, x, w, 4, 1024, 1024, 1024, kEps, DataType::kF64), StatusCode::kNotSupported,
+               "fp64");
+  expect_error(act_and_mul(ctx, out, x, 4, 0, 1024, 1024, DataType::kBF16), StatusCode::kInvalidArgument, "d");
+  expect_error(act_and_mul(ctx, out, x, 4, 64, 128, 64, DataType::kBF16, Activation::kSilu, nullptr,
+                           Fp8Output::dynamic_per_token(reinterpret_cast<float*>(w))),
+               StatusCode::kNotSupported, "dynamic");
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(OpsErrors, Vec16CandidateRejectsMisalignedPointersDefaultRunsThem) {
+  NormRun run(NormCase{DataType::kBF16, true, NormWeight::kLlama, Fp8Scaling::kNone, 8, 4096, 0, 1});
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  const NormArgs a = run.args();
+  NormConfig vec;
+  vec.threads_per_row = 512;
+  expect_error(make_solution(vec)->can_implement(a), StatusCode::kMisaligned, "16 bytes");
+  EXPECT_FALSE(default_config(a).vec16);
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  ASSERT_OK(norm_default_solution()->run(a, nullptr, 0, nullptr));
+  run.check("Default on misaligned pointers");
+}
+
+// ---- tuning ---------------------------------------------------------------------------------------
+
+Options tuning_options(const std::string& file) {
+  Options o;
+  o.enabled = true;
+  o.tuning = true;
+  o.filename = file;
+  o.max_tuning_duration_ms = 5;
+  o.max_tuning_iterations = 20;
+  o.max_warmup_iterations = 2;
+  return o;
+}
+
+TEST(OpsTuning, EnabledContextTunesWritesAResultAndStaysCorrect) {
+  test::TempDir dir;
+  Context ctx(Device::cuda(0), tuning_options(dir.file("results.csv")));
+  NormRun run(NormCase{DataType::kBF16, true, NormWeight::kLlama, Fp8Scaling::kNone, 1000, 4096});
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  ASSERT_OK(run_norm_api(ctx, run.args()));
+  run.check("tuned");
+  EXPECT_EQ(ctx.stats().tuned, 1u);
+  const std::string text = test::slurp(ctx.results_path());
+  EXPECT_NE(text.find("FusedAddRmsNormTunableOp_BFloat16,rows_1024_hidden_4096,"), std::string::npos) << text;
+  // A second call is served by the stored result.
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  ASSERT_OK(run_norm_api(ctx, run.args()));
+  run.check("tuned, second call");
+  EXPECT_GE(ctx.stats().hits, 1u);
+
+  // The same problem with misaligned pointers: the tuned candidate may not take them, Default does.
+  NormRun odd(NormCase{DataType::kBF16, true, NormWeight::kLlama, Fp8Scaling::kNone, 1000, 4096, 0, 1});
+  ASSERT_NO_FATAL_FAILURE(odd.setup());
+  ASSERT_NO_FATAL_FAILURE(odd.reset());
+  ASSERT_OK(run_norm_api(ctx, odd.args()));
+  odd.check("tuned op, misaligned call");
+
+  ActRun act(ActCase{DataType::kBF16, Activation::kSilu, Fp8Scaling::kNone, 100, 4096});
+  ASSERT_NO_FATAL_FAILURE(act.setup());
+  ASSERT_NO_FATAL_FAILURE(act.reset());
+  ASSERT_OK(run_act_api(ctx, act.args()));
+  act.check("tuned act");
+  EXPECT_NE(test::slurp(ctx.results_path()).find("ActAndMulTunableOp_BFloat16_silu,rows_128_d_4096,"),
+            std::string::npos);
+}
+
+TEST(OpsTuning, TuneFromSignatures) {
+  test::TempDir dir;
+  Context ctx(Device::cuda(0), tuning_options(dir.file("results.csv")));
+  for (auto [op, params] : {std::pair<const char*, const char*>{"FusedAddRmsNormTunableOp_BFloat16_gemma_fp8dyn",
+                                                                 "rows_64_hidden_2048"},
+                            {"RmsNormTunableOp_Half_fp8static", "rows_16_hidden_5120"},
+                            {"RmsNormTunableOp_float", "rows_8_hidden_4100"},
+                            {"ActAndMulTunableOp_Half_gelutanh_fp8static", "rows_16_d_4096"},
+                            {"ActAndMulTunableOp_float_silu", "rows_512_d_4100"}}) {
+    std::string chosen;
+    ASSERT_OK(tune_fused_op(ctx, op, params, &chosen));
+    EXPECT_FALSE(chosen.empty());
+    bool found = false;
+    for (const ResultRecord& r : ctx.results())
+      found |= r.op_signature == op && r.params_signature == params && r.solution == chosen;
+    EXPECT_TRUE(found) << op << "(" << params << ") -> " << chosen;
+  }
+}
+
+/// The tuning workload's own check: every candidate passes it, and an output left unwritten
+/// (still the NaN poison) fails it.
+template <class Args>
+void check_workload(Workload<Args>& wl, const std::vector<SolutionPtr<Args>>& cands) {
+  for (const auto& sol : cands) {
+    ASSERT_OK(sol->can_implement(wl.args(0)));
+    ASSERT_OK(wl.prepare_check());
+    ASSERT_OK(sol->run(wl.args(0), nullptr, 0, wl.stream()));
+    ASSERT_OK(wl.synchronize());
+    NumericsReport rep;
+    ASSERT_OK(wl.check(wl.default_tolerance(), &rep));
+    EXPECT_TRUE(rep.passed) << sol->name() << ": max abs err " << rep.max_abs_err << ", worst/bound "
+                            << rep.max_rel_err << ", " << rep.bad_elements << " bad";
+    // Timing runs rotate over the copies; they must run too.
+    for (std::size_t i = 0; i < wl.copies(); ++i) ASSERT_OK(sol->run(wl.args(i), nullptr, 0, wl.stream()));
+  }
+  ASSERT_OK(wl.synchronize());
+  ASSERT_OK(wl.prepare_check());
+  NumericsReport rep;
+  ASSERT_OK(wl.check(wl.default_tolerance(), &rep));
+  EXPECT_FALSE(rep.passed);
+  EXPECT_GT(rep.nonfinite, 0u);
+}
+
+TEST(OpsTuning, EveryCandidatePassesTheWorkloadCheck) {
+  Options o;
+  o.filename = "";
+  Context ctx(Device::cuda(0), o);
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic, Fp8Scaling::kDynamicPerToken})
+      for (std::int64_t h : {128, 4096, 4100}) {
+        NormArgs a;
+        a.prob = NormProblem{true, t, f == Fp8Scaling::kStatic ? NormWeight::kLlama : NormWeight::kGemma, f, 100, h};
+        a.x_stride = a.residual_stride = a.out_stride = h;
+        std::unique_ptr<Workload<NormArgs>> wl;
+        ASSERT_OK(make_norm_workload(ctx.impl(), a, ctx.options(), &wl));
+        EXPECT_GT(wl->copies(), 1u) << "copies should rotate past L2";
+        SCOPED_TRACE(op_signature(a.prob) + " " + params_signature(a.prob));
+        check_workload(*wl, all_candidates(wl->args(0)));
+      }
+  for (DataType t : {DataType::kBF16, DataType::kF32})
+    for (Activation act : {Activation::kSilu, Activation::kGeluTanh})
+      for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic}) {
+        ActArgs a;
+        a.prob = ActProblem{t, act, f, 100, 4096};
+        a.x_stride = 2 * 4096;
+        a.out_stride = 4096;
+        std::unique_ptr<Workload<ActArgs>> wl;
+        ASSERT_OK(make_act_workload(ctx.impl(), a, ctx.options(), &wl));
+        SCOPED_TRACE(op_signature(a.prob));
+        check_workload(*wl, all_candidates(wl->args(0)));
+      }
+}
+
+TEST(OpsTuning, RotatingBufferOptions) {
+  Options o;
+  o.filename = "";
+  o.rotating_buffer_size_mib = 0;
+  Context ctx(Device::cuda(0), o);
+  NormArgs a;
+  a.prob = NormProblem{true, DataType::kBF16, NormWeight::kLlama, Fp8Scaling::kNone, 64, 4096};
+  a.x_stride = a.residual_stride = a.out_stride = 4096;
+  std::unique_ptr<Workload<NormArgs>> wl;
+  ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
+  EXPECT_EQ(wl->copies(), 1u);
+  o.rotating_buffer_size_mib = 64;
+  ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
+  EXPECT_GT(wl->copies() * wl->bytes_per_copy(), 64u << 20);
+  o.rotating_buffer_size_mib = -1;
+  ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
+  EXPECT_GT(wl->copies() * wl->bytes_per_copy(), static_cast<std::size_t>(device_properties(0).l2CacheSize));
+}
+
+}  // namespace
+}  // namespace tunable

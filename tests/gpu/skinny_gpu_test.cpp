@@ -1,0 +1,494 @@
+// GPU tests of the skinny GEMM kernels (kernels/gemv through skinny_gemm_provider): every variant
+// of the case's dtype against an fp64 host reference on fresh random inputs.
+//
+// Inputs are random bit patterns of the element type (a few zeros and subnormals, the rest
+// normals of magnitude 2^-4..2), so the reference sees exactly what the GPU sees; fp8 cases use
+// the same e4m3 bytes on both sides. Padding of A and B past k holds NaN (a read past k shows),
+// C is poisoned with NaN before every run when beta == 0 (C must not be read) and its padding
+// rows past m must come back untouched, and the split-K workspace is filled with NaN (it must not
+// need zeroing). Each variant either refuses the problem with kNotSupported / kMisaligned and a
+// message, or runs, matches the reference and gives the same bits on a second run.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_util.hpp"
+#include "gemm/cuda/skinny_provider.hpp"
+
+namespace tunable {
+namespace {
+
+// ---- element formats on the host ---------------------------------------------------------------
+
+struct Format {
+  int bytes, ebits, mbits;
+  bool e4m3;  ///< no infinities; only S.1111.111 is NaN
+  int bias() const { return (1 << (ebits - 1)) - 1; }
+};
+
+Format format_of(DataType t) {
+  switch (t) {
+    case DataType::kBF16: return {2, 8, 7, false};
+    case DataType::kF16: return {2, 5, 10, false};
+    case DataType::kF8E4M3: return {1, 4, 3, true};
+    default: return {4, 8, 23, false};
+  }
+}
+
+std::uint32_t nan_bits(DataType t) {
+  switch (t) {
+    case DataType::kBF16: return 0x7fc0u;
+    case DataType::kF16: return 0x7e00u;
+    case DataType::kF8E4M3: return 0x7fu;
+    default: return 0x7fc00000u;
+  }
+}
+
+double decode(const Format& f, std::uint32_t bits) {
+  const std::uint32_t sign = (bits >> (f.ebits + f.mbits)) & 1u;
+  const int e = static_cast<int>((bits >> f.mbits) & ((1u << f.ebits) - 1));
+  const std::uint32_t m = bits & ((1u << f.mbits) - 1);
+  const int emax = (1 << f.ebits) - 1;
+  if (f.e4m3 ? (e == emax && m == (1u << f.mbits) - 1) : e == emax)
+    return (f.e4m3 || m != 0) ? std::nan("") : (sign ? -INFINITY : INFINITY);
+  const double v = e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias() - f.mbits)
+                          : std::ldexp(static_cast<double>(m + (1u << f.mbits)), e - f.bias() - f.mbits);
+  return sign ? -v : v;
+}
+
+/// A random value's bits: 1/64 zeros, 1/64 subnormals, else normals in [2^lo, 2^(hi+1)).
+std::uint32_t random_bits(const Format& f, std::mt19937_64& rng, int lo, int hi) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(rng() & 1u) << (f.ebits + f.mbits);
+  const std::uint32_t m = static_cast<std::uint32_t>(rng()) & ((1u << f.mbits) - 1);
+  const unsigned r = static_cast<unsigned>(rng() % 64);
+  if (r == 0) return sign;
+  if (r == 1) return sign | (m == 0 ? 1u : m);
+  const int e = f.bias() + lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1));
+  return sign | (static_cast<std::uint32_t>(e) << f.mbits) | m;
+}
+
+/// Host image of a device array of one element type.
+struct HostArray {
+  DataType type;
+  std::vector<std::uint8_t> raw;
+  HostArray(DataType t, std::size_t n) : type(t), raw(n * format_of(t).bytes, 0) {}
+  std::size_t size() const { return raw.size() / format_of(type).bytes; }
+  std::uint32_t get(std::size_t i) const {
+    std::uint32_t v = 0;
+    std::memcpy(&v, raw.data() + i * format_of(type).bytes, format_of(type).bytes);
+    return v;
+  }
+  void set(std::size_t i, std::uint32_t v) {
+    std::memcpy(raw.data() + i * format_of(type).bytes, &v, format_of(type).bytes);
+  }
+  double value(std::size_t i) const { return decode(format_of(type), get(i)); }
+};
+
+// ---- cases -----------------------------------------------------------------------------------------
+
+struct Case {
+  DataType in = DataType::kBF16;
+  DataType out = DataType::kBF16;
+  GemmOp op = GemmOp::kGemm;
+  Epilogue ep = Epilogue::kNone;
+  std::int64_t rows = 256;   ///< desc.m: weight rows (N of the linear layer)
+  std::int64_t tokens = 1;   ///< desc.n: tokens (M of the linear layer)
+  std::int64_t k = 512;
+  std::int64_t lda_pad = 0, ldb_pad = 0, ldc_pad = 0;
+  double alpha = 1.0, beta = 0.0;
+  float scale_a = 1.f, scale_b = 1.f;
+  bool rejected = false;  ///< every variant must refuse (k or a leading dimension off the vector width)
+
+  std::string name() const {
+    std::string s = fmt::format("{}_{}_N{}_M{}_K{}", short_name(in), short_name(out), rows, tokens, k);
+    if (lda_pad || ldb_pad || ldc_pad) s += fmt::format("_pad{}x{}x{}", lda_pad, ldb_pad, ldc_pad);
+    if (alpha != 1.0) s += "_alpha";
+    if (beta != 0.0) s += "_beta";
+    if (ep == Epilogue::kBias) s += "_bias";
+    if (ep == Epilogue::kBiasRelu) s += "_relu";
+    if (ep == Epilogue::kBiasGelu) s += "_gelu";
+    if (rejected) s += "_rejected";
+    return s;
+  }
+};
+
+std::vector<Case> all_cases() {
+  std::vector<Case> v;
+  const std::int64_t tokens[] = {1, 2, 3, 7, 8, 9, 16, 31, 33, 64};
+  for (DataType t : {DataType::kBF16, DataType::kF16}) {
+    for (std::int64_t m : tokens) {
+      Case plain;
+      plain.in = plain.out = t;
+      plain.tokens = m;
+      v.push_back(plain);
+      Case strided = plain;  // k = 1000: 125 vectors, not a multiple of any chunk
+      strided.rows = 300;
+      strided.k = 1000;
+      strided.lda_pad = 8;
+      strided.ldb_pad = 16;
+      strided.ldc_pad = 5;
+      strided.alpha = 1.25;
+      strided.beta = 0.5;
+      v.push_back(strided);
+      Case bias = plain;  // rows not a multiple of 16
+      bias.op = GemmOp::kGemmAndBias;
+      bias.ep = Epilogue::kBias;
+      bias.rows = 77;
+      bias.k = 264;
+      bias.lda_pad = 24;
+      v.push_back(bias);
+    }
+    for (std::int64_t m : {1, 8, 64}) {
+      Case tiny;  // one and three 16-byte vectors of K
+      tiny.in = tiny.out = t;
+      tiny.tokens = m;
+      tiny.rows = 40;
+      tiny.k = 8;
+      v.push_back(tiny);
+      tiny.rows = 33;
+      tiny.k = 24;
+      v.push_back(tiny);
+    }
+    for (Epilogue e : {Epilogue::kBiasRelu, Epilogue::kBiasGelu}) {
+      for (std::int64_t m : {4, 40}) {
+        Case act;
+        act.in = act.out = t;
+        act.op = GemmOp::kGemmAndBias;
+        act.ep = e;
+        act.rows = 200;
+        act.tokens = m;
+        v.push_back(act);
+      }
+    }
+    // k, lda or ldb off the 8-element vector width: every variant refuses.
+    for (std::int64_t m : {1, 16}) {
+      Case off;
+      off.in = off.out = t;
+      off.tokens = m;
+      off.k = 1002;
+      off.rejected = true;
+      v.push_back(off);
+    }
+    Case lda;
+    lda.in = lda.out = t;
+    lda.lda_pad = 4;
+    lda.rejected = true;
+    v.push_back(lda);
+    Case ldb = lda;
+    ldb.lda_pad = 0;
+    ldb.ldb_pad = 2;
+    ldb.tokens = 5;
+    v.push_back(ldb);
+  }
+  // Weights of realistic size: several waves, real split-K plans.
+  for (std::int64_t m : {1, 8, 64}) {
+    Case big;
+    big.rows = 2048;
+    big.k = 4096;
+    big.tokens = m;
+    v.push_back(big);
+  }
+  {
+    Case big;
+    big.in = big.out = DataType::kF16;
+    big.rows = 4096;
+    big.k = 2048;
+    big.tokens = 16;
+    v.push_back(big);
+    big.in = big.out = DataType::kBF16;
+    big.rows = 4100;
+    big.tokens = 3;
+    big.beta = -1.0;
+    v.push_back(big);
+  }
+  // FP8 e4m3 ScaledGemm: per-tensor scales, bf16 out unless stated.
+  for (std::int64_t m : tokens) {
+    Case f;
+    f.in = DataType::kF8E4M3;
+    f.op = GemmOp::kScaledGemm;
+    f.tokens = m;
+    f.scale_a = 0.5f;
+    f.scale_b = 1.5f;
+    v.push_back(f);
+    Case g = f;  // k = 1008: 63 vectors of 16
+    g.rows = 300;
+    g.k = 1008;
+    g.lda_pad = 32;
+    g.ldb_pad = 16;
+    g.ldc_pad = 3;
+    g.ep = Epilogue::kBias;
+    v.push_back(g);
+  }
+  for (DataType out : {DataType::kF16, DataType::kF32}) {
+    for (std::int64_t m : {5, 40}) {
+      Case f;
+      f.in = DataType::kF8E4M3;
+      f.out = out;
+      f.op = GemmOp::kScaledGemm;
+      f.tokens = m;
+      f.rows = 129;
+      f.k = 2048;
+      f.alpha = 0.75;
+      f.beta = out == DataType::kF32 ? 0.25 : 0.0;
+      f.scale_a = 2.f;
+      f.scale_b = 0.125f;
+      v.push_back(f);
+    }
+  }
+  for (std::int64_t m : {1, 64}) {
+    Case f;
+    f.in = DataType::kF8E4M3;
+    f.op = GemmOp::kScaledGemm;
+    f.rows = 2048;
+    f.k = 4096;
+    f.tokens = m;
+    f.scale_a = 0.25f;
+    v.push_back(f);
+  }
+  {
+    Case f;  // k = 1000 is not a multiple of 16 fp8 elements
+    f.in = DataType::kF8E4M3;
+    f.op = GemmOp::kScaledGemm;
+    f.k = 1000;
+    f.tokens = 4;
+    f.rejected = true;
+    v.push_back(f);
+  }
+  return v;
+}
+
+// ---- one problem on the device ------------------------------------------------------------------------
+
+/// Tolerance of the output type: |got - ref| <= atol * rms(ref) + rtol * |ref|. Inputs are exact
+/// in both computations, so the error is the output rounding plus fp32 accumulation.
+void tolerance_of(DataType out, double* atol, double* rtol) {
+  switch (out) {
+    case DataType::kBF16: *atol = 2e-3, *rtol = 1.0 / 256; return;
+    case DataType::kF16: *atol = 5e-4, *rtol = 1.0 / 1024; return;
+    default: *atol = 1e-5, *rtol = 1e-5; return;
+  }
+}
+
+double activation(Epilogue e, double v) {
+  if (e == Epilogue::kBiasRelu) return v > 0 ? v : 0;
+  if (e == Epilogue::kBiasGelu) return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+  return v;
+}
+
+class SkinnyGpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
+  const Case& c = GetParam();
+  int dev = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), cudaSuccess);
+  const int cc = major * 10 + minor;
+
+  GemmDesc d = GemmDesc::make(c.in, Transpose::kT, Transpose::kN, c.rows, c.tokens, c.k);
+  d.op = c.op;
+  d.out_dtype = c.out;
+  d.epilogue = c.ep;
+  d.lda = c.k + c.lda_pad;
+  d.ldb = c.k + c.ldb_pad;
+  d.ldc = c.rows + c.ldc_pad;
+  d.alpha = c.alpha;
+  d.beta = c.beta;
+  const Format fin = format_of(c.in), fout = format_of(c.out);
+
+  // Host inputs; the padding past k of every row is NaN.
+  std::mt19937_64 rng(0x5eed0000u + std::hash<std::string>{}(c.name()));
+  HostArray a(c.in, static_cast<std::size_t>(d.lda * d.m)), b(c.in, static_cast<std::size_t>(d.ldb * d.n));
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t p = 0; p < d.lda; ++p)
+      a.set(i * d.lda + p, p < d.k ? random_bits(fin, rng, -4, 0) : nan_bits(c.in));
+  for (std::int64_t j = 0; j < d.n; ++j)
+    for (std::int64_t p = 0; p < d.ldb; ++p)
+      b.set(j * d.ldb + p, p < d.k ? random_bits(fin, rng, -4, 0) : nan_bits(c.in));
+  HostArray bias(c.out, static_cast<std::size_t>(d.m));
+  for (std::int64_t i = 0; i < d.m; ++i) bias.set(i, random_bits(fout, rng, -2, 1));
+  // C before the run: NaN everywhere when beta == 0, else random values; padding rows NaN.
+  HostArray c0(c.out, static_cast<std::size_t>(d.ldc * d.n));
+  for (std::int64_t j = 0; j < d.n; ++j)
+    for (std::int64_t i = 0; i < d.ldc; ++i)
+      c0.set(j * d.ldc + i, i < d.m && d.beta != 0 ? random_bits(fout, rng, -2, 1) : nan_bits(c.out));
+
+  // fp64 reference.
+  std::vector<double> ref(static_cast<std::size_t>(d.m * d.n));
+  {
+    std::vector<double> wa(static_cast<std::size_t>(d.m * d.k)), xb(static_cast<std::size_t>(d.n * d.k));
+    for (std::int64_t i = 0; i < d.m; ++i)
+      for (std::int64_t p = 0; p < d.k; ++p) wa[i * d.k + p] = a.value(i * d.lda + p);
+    for (std::int64_t j = 0; j < d.n; ++j)
+      for (std::int64_t p = 0; p < d.k; ++p) xb[j * d.k + p] = b.value(j * d.ldb + p);
+    const double scale = c.alpha * (c.op == GemmOp::kScaledGemm ? double(c.scale_a) * c.scale_b : 1.0);
+    for (std::int64_t j = 0; j < d.n; ++j) {
+      for (std::int64_t i = 0; i < d.m; ++i) {
+        const double* w = &wa[i * d.k];
+        const double* x = &xb[j * d.k];
+        double s = 0;
+        for (std::int64_t p = 0; p < d.k; ++p) s += w[p] * x[p];
+        double v = scale * s;
+        if (d.beta != 0) v += d.beta * c0.value(j * d.ldc + i);
+        if (d.epilogue != Epilogue::kNone) v += bias.value(i);
+        ref[j * d.m + i] = activation(d.epilogue, v);
+      }
+    }
+  }
+  double rms = 0;
+  for (double v : ref) rms += v * v;
+  rms = std::sqrt(rms / ref.size());
+  double atol = 0, rtol = 0;
+  tolerance_of(c.out, &atol, &rtol);
+
+  // Device copies.
+  DeviceBuffer da, db, dc, dbias, dscale;
+  ASSERT_TRUE(da.allocate(a.raw.size()).is_ok());
+  ASSERT_TRUE(db.allocate(b.raw.size()).is_ok());
+  ASSERT_TRUE(dc.allocate(c0.raw.size()).is_ok());
+  ASSERT_TRUE(dbias.allocate(bias.raw.size()).is_ok());
+  // scale_a at byte 0, scale_b at byte 16: validate() wants 16-byte aligned scale pointers.
+  ASSERT_TRUE(dscale.allocate(8 * sizeof(float)).is_ok());
+  const float scales[8] = {c.scale_a, 0.f, 0.f, 0.f, c.scale_b, 0.f, 0.f, 0.f};
+  ASSERT_EQ(cudaMemcpy(da.get(), a.raw.data(), a.raw.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.get(), b.raw.data(), b.raw.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dbias.get(), bias.raw.data(), bias.raw.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dscale.get(), scales, sizeof(scales), cudaMemcpyHostToDevice), cudaSuccess);
+
+  GemmArgs args;
+  args.desc = d;
+  args.ops.a = da.get();
+  args.ops.b = db.get();
+  args.ops.c = dc.get();
+  args.ops.bias = d.epilogue != Epilogue::kNone ? dbias.get() : nullptr;
+  args.ops.scale_a = c.op == GemmOp::kScaledGemm ? dscale.as<float>() : nullptr;
+  args.ops.scale_b = c.op == GemmOp::kScaledGemm ? dscale.as<float>() + 4 : nullptr;
+  {
+    const Status v = validate(d, args.ops);
+    ASSERT_TRUE(v.is_ok()) << "test case is not a valid GEMM: " << v.to_string();
+  }
+
+  // The provider's view: out-of-width shapes enumerate nothing, with a reason.
+  const auto provider = skinny_gemm_provider();
+  {
+    std::vector<SolutionPtr<GemmArgs>> cands;
+    const Status st = provider->enumerate(args, &cands);
+    if (c.rejected) {
+      EXPECT_FALSE(st.is_ok());
+      EXPECT_TRUE(cands.empty());
+    } else {
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      EXPECT_FALSE(cands.empty());
+    }
+  }
+
+  const std::string prefix_gemv = fmt::format("skinny_gemv_{}_", short_name(c.in));
+  const std::string prefix_mma = fmt::format("skinny_mma_{}_", short_name(c.in));
+  int ran_gemv = 0, ran_mma = 0;
+  DeviceBuffer ws;
+  std::vector<std::uint8_t> got(c0.raw.size()), again(c0.raw.size());
+  for (const std::string& name : skinny_gemm_variant_names()) {
+    const bool is_gemv = name.rfind(prefix_gemv, 0) == 0, is_mma = name.rfind(prefix_mma, 0) == 0;
+    if (!is_gemv && !is_mma) continue;
+    SCOPED_TRACE(name);
+    const auto sol = provider->from_name(name, args);
+    ASSERT_NE(sol, nullptr);
+    const Status can = sol->can_implement(args);
+    const bool basic = name.find("_ksauto") != std::string::npos || name.find("_ks1") + 4 == name.size();
+    if (!can.is_ok()) {
+      EXPECT_TRUE(can.code() == StatusCode::kNotSupported || can.code() == StatusCode::kMisaligned)
+          << can.to_string();
+      EXPECT_FALSE(can.message().empty());
+      // Unsplit and auto variants take every aligned problem within their token limit.
+      if (!c.rejected && basic && (is_mma || c.tokens <= 8))
+        ADD_FAILURE() << "refused an aligned problem it should run: " << can.to_string();
+      continue;
+    }
+    ASSERT_FALSE(c.rejected) << "accepted a problem off the vector width";
+
+    const std::size_t wsb = sol->workspace_bytes(args);
+    ASSERT_LE(wsb, std::size_t{32} << 20);
+    if (wsb > ws.size()) {
+      ASSERT_TRUE(ws.allocate(wsb).is_ok());
+    }
+    void* wsp = wsb > 0 ? ws.get() : nullptr;
+
+    auto run_once = [&](std::vector<std::uint8_t>* out) -> Status {
+      if (cudaMemcpy(dc.get(), c0.raw.data(), c0.raw.size(), cudaMemcpyHostToDevice) != cudaSuccess)
+        return Status(StatusCode::kCudaError, "C upload");
+      if (wsb > 0 && cudaMemset(wsp, 0xff, wsb) != cudaSuccess)  // NaN partials
+        return Status(StatusCode::kCudaError, "workspace poison");
+      const Status st = sol->run(args, wsp, wsb, nullptr);
+      if (!st.is_ok()) return st;
+      const cudaError_t e = cudaDeviceSynchronize();
+      if (e != cudaSuccess) return Status(StatusCode::kCudaError, cudaGetErrorString(e));
+      if (cudaMemcpy(out->data(), dc.get(), out->size(), cudaMemcpyDeviceToHost) != cudaSuccess)
+        return Status(StatusCode::kCudaError, "C download");
+      return Status::ok();
+    };
+
+    const Status st = run_once(&got);
+    if (st.code() == StatusCode::kNotSupported) {
+      // Only a device or build without the needed tensor-core code may say so after
+      // can_implement passed; this suite targets sm_90a builds.
+      const int need = c.in == DataType::kF8E4M3 ? 89 : 80;
+      if (is_mma && cc < need) continue;
+      ADD_FAILURE() << "run refused after can_implement passed: " << st.to_string();
+      continue;
+    }
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    (is_gemv ? ran_gemv : ran_mma)++;
+
+    HostArray out(c.out, c0.size());
+    out.raw = got;
+    std::size_t bad = 0, pad_touched = 0;
+    double worst = 0;
+    std::string first;
+    for (std::int64_t j = 0; j < d.n; ++j) {
+      for (std::int64_t i = 0; i < d.ldc; ++i) {
+        const std::size_t at = static_cast<std::size_t>(j * d.ldc + i);
+        if (i >= d.m) {
+          pad_touched += out.get(at) != c0.get(at);
+          continue;
+        }
+        const double r = ref[j * d.m + i], g = out.value(at);
+        const double err = std::fabs(g - r), bound = atol * rms + rtol * std::fabs(r);
+        if (!(err <= bound)) {
+          if (bad++ == 0) first = fmt::format("y[{}][{}] = {} vs reference {}", j, i, g, r);
+        }
+        if (std::isfinite(err)) worst = std::max(worst, err / (bound > 0 ? bound : 1));
+      }
+    }
+    EXPECT_EQ(bad, 0u) << bad << " elements out of tolerance, first " << first
+                       << "; worst error / bound " << worst;
+    EXPECT_EQ(pad_touched, 0u) << "wrote C rows past m (ldc padding)";
+
+    // Deterministic: the same bits again.
+    ASSERT_TRUE(run_once(&again).is_ok());
+    EXPECT_TRUE(again == got) << "second run gave different bits";
+  }
+  if (!c.rejected) {
+    if (c.tokens <= 8) {
+      EXPECT_GT(ran_gemv, 0) << "no GEMV variant ran";
+    }
+    const int need = c.in == DataType::kF8E4M3 ? 89 : 80;
+    if (cc >= need) {
+      EXPECT_GT(ran_mma, 0) << "no MMA variant ran";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SkinnyGpu, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name(); });
+
+}  // namespace
+}  // namespace tunable

@@ -1,0 +1,422 @@
+// Host-only parts of the fused ops, testable without a GPU: signatures and their parsing,
+// candidate names, argument validation (which runs before any CUDA call), the Default choice and
+// the candidate lists.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "ops/ops_args.hpp"
+#include "tunable/context.hpp"
+#include "tunable/ops.hpp"
+
+namespace tunable {
+namespace {
+
+/// A fake device address, never dereferenced: the checks only look at its value.
+template <class T = void>
+T* fake(std::uintptr_t addr) {
+  return reinterpret_cast<T*>(addr);
+}
+
+NormArgs norm_args(DataType t, bool fused, std::int64_t rows, std::int64_t hidden,
+                   Fp8Scaling fp8 = Fp8Scaling::kNone) {
+  NormArgs a;
+  a.prob = NormProblem{fused, t, NormWeight::kLlama, fp8, rows, hidden};
+  a.x_stride = a.residual_stride = a.out_stride = hidden;
+  a.x = fake(0x100000);
+  a.residual = fused ? fake(0x200000) : nullptr;
+  a.weight = fake(0x300000);
+  a.out = fake(0x400000);
+  a.scale = fp8 == Fp8Scaling::kStatic ? fake<const float>(0x500000) : nullptr;
+  a.token_scales = fp8 == Fp8Scaling::kDynamicPerToken ? fake<float>(0x600000) : nullptr;
+  return a;
+}
+
+ActArgs act_args(DataType t, std::int64_t rows, std::int64_t d, Fp8Scaling fp8 = Fp8Scaling::kNone) {
+  ActArgs a;
+  a.prob = ActProblem{t, Activation::kSilu, fp8, rows, d};
+  a.x_stride = 2 * d;
+  a.out_stride = d;
+  a.x = fake(0x100000);
+  a.out = fake(0x400000);
+  a.scale = fp8 == Fp8Scaling::kStatic ? fake<const float>(0x500000) : nullptr;
+  return a;
+}
+
+void expect_error(const Status& st, StatusCode code, const std::string& mentions) {
+  EXPECT_EQ(st.code(), code) << st.to_string();
+  EXPECT_NE(st.message().find(mentions), std::string::npos)
+      << "'" << st.message() << "' does not mention '" << mentions << "'";
+}
+
+// ---- signatures ---------------------------------------------------------------------------------
+
+TEST(OpsSignature, NormFormats) {
+  EXPECT_EQ(op_signature(NormProblem{false, DataType::kBF16, NormWeight::kLlama, Fp8Scaling::kNone, 1, 8}),
+            "RmsNormTunableOp_BFloat16");
+  EXPECT_EQ(op_signature(NormProblem{true, DataType::kBF16, NormWeight::kGemma,
+                                     Fp8Scaling::kDynamicPerToken, 1, 8}),
+            "FusedAddRmsNormTunableOp_BFloat16_gemma_fp8dyn");
+  EXPECT_EQ(op_signature(NormProblem{false, DataType::kF16, NormWeight::kLlama, Fp8Scaling::kStatic, 1, 8}),
+            "RmsNormTunableOp_Half_fp8static");
+  EXPECT_EQ(op_signature(NormProblem{true, DataType::kF32, NormWeight::kGemma, Fp8Scaling::kNone, 1, 8}),
+            "FusedAddRmsNormTunableOp_float_gemma");
+  NormProblem p;
+  p.hidden = 4096;
+  for (auto [rows, want] : {std::pair<std::int64_t, const char*>{1, "rows_1_hidden_4096"},
+                            {3, "rows_4_hidden_4096"},
+                            {1000, "rows_1024_hidden_4096"},
+                            {1024, "rows_1024_hidden_4096"},
+                            {1025, "rows_2048_hidden_4096"}}) {
+    p.rows = rows;
+    EXPECT_EQ(params_signature(p), want);
+  }
+}
+
+TEST(OpsSignature, ActFormats) {
+  EXPECT_EQ(op_signature(ActProblem{DataType::kBF16, Activation::kSilu, Fp8Scaling::kNone, 1, 8}),
+            "ActAndMulTunableOp_BFloat16_silu");
+  EXPECT_EQ(op_signature(ActProblem{DataType::kF16, Activation::kGeluTanh, Fp8Scaling::kStatic, 1, 8}),
+            "ActAndMulTunableOp_Half_gelutanh_fp8static");
+  EXPECT_EQ(params_signature(ActProblem{DataType::kBF16, Activation::kSilu, Fp8Scaling::kNone, 16, 14336}),
+            "rows_16_d_14336");
+}
+
+TEST(OpsSignature, RoundTripsEveryNormProblem) {
+  for (bool fused : {false, true})
+    for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+      for (NormWeight w : {NormWeight::kLlama, NormWeight::kGemma})
+        for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic, Fp8Scaling::kDynamicPerToken}) {
+          const NormProblem p{fused, t, w, f, 777, 5120};
+          NormProblem back;
+          const std::string op = op_signature(p), params = params_signature(p);
+          ASSERT_TRUE(parse_norm_signature(op, params, &back).is_ok()) << op << " " << params;
+          EXPECT_EQ(back.fused, fused);
+          EXPECT_EQ(back.dtype, t);
+          EXPECT_EQ(back.weight, w);
+          EXPECT_EQ(back.fp8, f);
+          EXPECT_EQ(back.rows, 1024);
+          EXPECT_EQ(back.hidden, 5120);
+          EXPECT_EQ(op_signature(back), op);
+          EXPECT_EQ(params_signature(back), params);
+        }
+}
+
+TEST(OpsSignature, RoundTripsEveryActProblem) {
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (Activation act : {Activation::kSilu, Activation::kGeluTanh})
+      for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic}) {
+        const ActProblem p{t, act, f, 16, 14336};
+        ActProblem back;
+        ASSERT_TRUE(parse_act_signature(op_signature(p), params_signature(p), &back).is_ok());
+        EXPECT_EQ(back.dtype, t);
+        EXPECT_EQ(back.act, act);
+        EXPECT_EQ(back.fp8, f);
+        EXPECT_EQ(back.rows, 16);
+        EXPECT_EQ(back.d, 14336);
+      }
+}
+
+TEST(OpsSignature, RejectsMalformed) {
+  NormProblem p;
+  const char* good_params = "rows_16_hidden_4096";
+  for (const char* op : {"RmsNormTunableOp_double", "RmsNormTunableOp_BFloat16_fp8dyn_gemma",
+                         "RmsNormTunableOp_BFloat16_llama", "RmsNormTunableOp_", "GemmTunableOp_BFloat16_TN",
+                         "FusedAddRmsNormTunableOp_Float8_e4m3fn"}) {
+    EXPECT_EQ(parse_norm_signature(op, good_params, &p).code(), StatusCode::kParseError) << op;
+  }
+  for (const char* params : {"rows_1000_hidden_4096", "rows_0_hidden_4096", "rows_16_hidden_",
+                             "rows_16_d_4096", "rows_16_hidden_04096", "rows_16_hidden_-1",
+                             "rows_16_hidden_4096_x", "hidden_4096"}) {
+    EXPECT_EQ(parse_norm_signature("RmsNormTunableOp_BFloat16", params, &p).code(), StatusCode::kParseError)
+        << params;
+  }
+  ActProblem a;
+  for (const char* op : {"ActAndMulTunableOp_BFloat16", "ActAndMulTunableOp_BFloat16_relu",
+                         "ActAndMulTunableOp_BFloat16_silu_fp8dyn", "ActAndMulTunableOp_Half_gelu_tanh"}) {
+    EXPECT_EQ(parse_act_signature(op, "rows_16_d_4096", &a).code(), StatusCode::kParseError) << op;
+  }
+  EXPECT_EQ(parse_act_signature("ActAndMulTunableOp_BFloat16_silu", "rows_16_hidden_4096", &a).code(),
+            StatusCode::kParseError);
+}
+
+TEST(OpsSignature, RowsBucket) {
+  EXPECT_EQ(rows_bucket(1), 1);
+  EXPECT_EQ(rows_bucket(2), 2);
+  EXPECT_EQ(rows_bucket(3), 4);
+  EXPECT_EQ(rows_bucket(64), 64);
+  EXPECT_EQ(rows_bucket(65), 128);
+  EXPECT_EQ(rows_bucket(4097), 8192);
+}
+
+// ---- candidate names ------------------------------------------------------------------------------
+
+TEST(OpsConfigNames, NormRoundTrip) {
+  NormConfig c;
+  c.vec16 = true;
+  c.threads_per_row = 256;
+  c.rows_per_block = 2;
+  c.items = 4;
+  EXPECT_EQ(config_name(c), "rms_vec16_t256_r2_i4");
+  auto back = parse_norm_config("rms_vec16_t256_r2_i4");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == c);
+  NormConfig s;
+  s.vec16 = false;
+  s.staged = true;
+  s.threads_per_row = 1024;
+  EXPECT_EQ(config_name(s), "rms_scalar_staged_t1024");
+  back = parse_norm_config("rms_scalar_staged_t1024");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == s);
+  for (const char* bad : {"Default", "rms_vec16_t250_r1_i2", "rms_vec16_t256_r1_i3", "rms_vec16_t0256_r1_i2",
+                          "rms_vec8_t256_r1_i2", "rms_vec16_t1024_r2_i1", "rms_vec16_t256_r1", "rms_vec16_staged",
+                          "rms_vec16_staged_t2048", "rms_vec16_t256_r0_i1", "act_vec16_t256_i1", ""}) {
+    EXPECT_FALSE(parse_norm_config(bad).has_value()) << bad;
+  }
+}
+
+TEST(OpsConfigNames, ActRoundTrip) {
+  const ActConfig c{true, 128, 2, true};
+  EXPECT_EQ(config_name(c), "act_vec16_t128_i2_fastsigmoid");
+  auto back = parse_act_config("act_vec16_t128_i2_fastsigmoid");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == c);
+  EXPECT_EQ(config_name(ActConfig{false, 64, 1, false}), "act_scalar_t64_i1");
+  for (const char* bad : {"act_vec16_t256_i8", "act_scalar_t64_i1_fast", "act_vec16_t100_i1",
+                          "act_vec16_t256", "rms_vec16_t256_r1_i1", "act_vec16_t256_i1_fastsigmoid_x"}) {
+    EXPECT_FALSE(parse_act_config(bad).has_value()) << bad;
+  }
+}
+
+// ---- validation -----------------------------------------------------------------------------------
+
+TEST(OpsValidate, AcceptsGoodArgs) {
+  for (bool fused : {false, true})
+    for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kStatic, Fp8Scaling::kDynamicPerToken})
+      EXPECT_TRUE(validate(norm_args(DataType::kBF16, fused, 7, 4100, f)).is_ok());
+  EXPECT_TRUE(validate(act_args(DataType::kF32, 3, 24, Fp8Scaling::kStatic)).is_ok());
+  NormArgs in_place = norm_args(DataType::kF16, true, 4, 128);
+  in_place.out = const_cast<void*>(in_place.x);
+  EXPECT_TRUE(validate(in_place).is_ok());
+}
+
+TEST(OpsValidate, NormErrorsNameTheArgument) {
+  NormArgs a = norm_args(DataType::kBF16, true, 0, 4096);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "rows");
+  a = norm_args(DataType::kBF16, true, 4, 0);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "hidden");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.x = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "x must not be null");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.residual = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "residual");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.weight = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "weight");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.out = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "out");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.x = fake(0x100001);
+  expect_error(validate(a), StatusCode::kMisaligned, "x");
+  a = norm_args(DataType::kF64, false, 4, 4096);
+  expect_error(validate(a), StatusCode::kNotSupported, "fp64");
+  a = norm_args(DataType::kF8E4M3, false, 4, 4096);
+  expect_error(validate(a), StatusCode::kNotSupported, "fp8e4m3");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.x_stride = 4095;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "x_row_stride");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.residual_stride = 100;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "residual_row_stride");
+  a = norm_args(DataType::kBF16, true, 4, 4096, Fp8Scaling::kStatic);
+  a.scale = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "scale");
+  a = norm_args(DataType::kBF16, true, 4, 4096, Fp8Scaling::kDynamicPerToken);
+  a.token_scales = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "token_scales");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.out = const_cast<void*>(a.x);
+  a.out_stride = 8192;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "in place");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.eps = std::numeric_limits<float>::quiet_NaN();
+  expect_error(validate(a), StatusCode::kInvalidArgument, "eps");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.residual = a.out;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "residual must not alias");
+  a = norm_args(DataType::kBF16, true, 4, std::int64_t{1} << 40);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "hidden");
+}
+
+TEST(OpsValidate, ActErrorsNameTheArgument) {
+  ActArgs a = act_args(DataType::kBF16, 4, 0);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "d must be positive");
+  a = act_args(DataType::kBF16, 0, 64);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "rows");
+  a = act_args(DataType::kBF16, 4, 64);
+  a.x_stride = 100;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "x_row_stride");
+  a = act_args(DataType::kBF16, 4, 64, Fp8Scaling::kDynamicPerToken);
+  expect_error(validate(a), StatusCode::kNotSupported, "dynamic");
+  a = act_args(DataType::kBF16, 4, 64);
+  a.out = const_cast<void*>(a.x);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "alias");
+  a = act_args(DataType::kF32, 4, 64);
+  a.out = fake(0x400002);
+  expect_error(validate(a), StatusCode::kMisaligned, "out");
+  a = act_args(DataType::kBF16, 4, 64, Fp8Scaling::kStatic);
+  a.scale = nullptr;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "scale");
+}
+
+/// The public entry points validate before they look at the device: a CPU context (which any
+/// machine can create) gets the argument errors, and kNotSupported for valid arguments.
+TEST(OpsValidate, PublicApiValidatesBeforeTheDevice) {
+  Options o;
+  o.filename = "";
+  Context ctx(Device::cpu(), o);
+  void* x = fake(0x100000);
+  void* r = fake(0x200000);
+  void* w = fake(0x300000);
+  void* out = fake(0x400000);
+  expect_error(rms_norm(ctx, out, nullptr, w, 4, 4096, 4096, 4096, 1e-6f, DataType::kBF16),
+               StatusCode::kInvalidArgument, "x must not be null");
+  expect_error(rms_norm(ctx, out, x, w, 0, 4096, 4096, 4096, 1e-6f, DataType::kBF16),
+               StatusCode::kInvalidArgument, "rows");
+  expect_error(fused_add_rms_norm(ctx, out, x, r, w, 4, 0, 4096, 4096, 4096, 1e-6f, DataType::kBF16),
+               StatusCode::kInvalidArgument, "hidden");
+  expect_error(fused_add_rms_norm(ctx, out, x, fake(0x200001), w, 4, 4096, 4096, 4096, 4096, 1e-6f,
+                                  DataType::kBF16),
+               StatusCode::kMisaligned, "residual");
+  expect_error(act_and_mul(ctx, out, x, 4, 64, 128, 64, DataType::kF64), StatusCode::kNotSupported, "fp64");
+  expect_error(rms_norm(ctx, out, x, w, 4, 4096, 4096, 4096, 1e-6f, DataType::kBF16, NormWeight::kGemma,
+                        nullptr, Fp8Output::static_scale(nullptr)),
+               StatusCode::kInvalidArgument, "scale");
+  expect_error(rms_norm(ctx, out, x, w, 4, 4096, 4096, 4096, 1e-6f, DataType::kBF16),
+               StatusCode::kNotSupported, "CUDA");
+  expect_error(act_and_mul(ctx, out, x, 4, 64, 128, 64, DataType::kBF16, Activation::kGeluTanh),
+               StatusCode::kNotSupported, "CUDA");
+  expect_error(tune_fused_op(ctx, "GemmTunableOp_float_NN", "nn_1_1_1"), StatusCode::kParseError,
+               "not a fused-op signature");
+  expect_error(tune_fused_op(ctx, "RmsNormTunableOp_BFloat16", "rows_3_hidden_4096"),
+               StatusCode::kParseError, "power of two");
+  expect_error(tune_fused_op(ctx, "FusedAddRmsNormTunableOp_BFloat16_gemma_fp8dyn", "rows_1024_hidden_4096"),
+               StatusCode::kNotSupported, "CUDA");
+}
+
+// ---- Default and candidates -------------------------------------------------------------------------
+
+std::vector<std::int64_t> hidden_sizes() {
+  std::vector<std::int64_t> h;
+  for (std::int64_t i = 1; i <= 300; ++i) h.push_back(i);
+  for (std::int64_t v : {2048, 4095, 4096, 4100, 5120, 8192, 14336, 16384, 16385, 32768, 65536, 100000,
+                         1 << 20})
+    h.push_back(v);
+  return h;
+}
+
+TEST(OpsDefault, NormDefaultFitsEveryProblem) {
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kDynamicPerToken})
+      for (std::int64_t h : hidden_sizes())
+        for (std::int64_t rows : {1, 64, 65, 4096})
+          for (bool misaligned : {false, true}) {
+            NormArgs a = norm_args(t, true, rows, h, f);
+            if (misaligned) a.x = fake(0x100000 + size_of(t));
+            const NormConfig c = default_config(a);
+            const Status st = config_fits(a, c);
+            ASSERT_TRUE(st.is_ok()) << short_name(t) << " hidden " << h << " rows " << rows << " "
+                                    << config_name(c) << ": " << st.to_string();
+            if (misaligned) EXPECT_FALSE(c.vec16);
+          }
+}
+
+TEST(OpsDefault, NormDefaultPicks) {
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 4096))), "rms_vec16_t512_r1_i1");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1, 16384))), "rms_vec16_t1024_r1_i2");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 16384))), "rms_vec16_t512_r1_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 128))), "rms_vec16_t32_r8_i1");
+  EXPECT_FALSE(default_config(norm_args(DataType::kBF16, true, 16, 4100)).vec16);
+  EXPECT_TRUE(default_config(norm_args(DataType::kBF16, true, 16, 1 << 20)).staged);
+}
+
+TEST(OpsDefault, ActDefaultFitsEveryProblem) {
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
+    for (std::int64_t d : hidden_sizes())
+      for (std::int64_t rows : {1, 64, 65, 4096})
+        for (bool misaligned : {false, true}) {
+          ActArgs a = act_args(t, rows, d, Fp8Scaling::kStatic);
+          if (misaligned) a.out = fake(0x400001);
+          const ActConfig c = default_config(a);
+          ASSERT_TRUE(config_fits(a, c).is_ok()) << short_name(t) << " d " << d << " " << config_name(c);
+          if (misaligned) EXPECT_FALSE(c.vec16);
+        }
+}
+
+TEST(OpsCandidates, NormCandidatesFitAndParseBack) {
+  for (DataType t : {DataType::kBF16, DataType::kF32})
+    for (std::int64_t h : {8, 24, 128, 2048, 4096, 4100, 5120, 16384, 65536})
+      for (std::int64_t rows : {1, 37, 4096}) {
+        const NormArgs a = norm_args(t, true, rows, h, Fp8Scaling::kDynamicPerToken);
+        const std::vector<NormConfig> cs = candidate_configs(a);
+        ASSERT_FALSE(cs.empty());
+        std::set<std::string> names;
+        for (const NormConfig& c : cs) {
+          const std::string n = config_name(c);
+          EXPECT_TRUE(names.insert(n).second) << "duplicate " << n;
+          EXPECT_TRUE(config_fits(a, c).is_ok()) << n << " hidden " << h;
+          auto back = parse_norm_config(n);
+          ASSERT_TRUE(back.has_value()) << n;
+          EXPECT_TRUE(*back == c) << n;
+          EXPECT_EQ(c.vec16, h % (16 / static_cast<std::int64_t>(size_of(t))) == 0) << n;
+        }
+      }
+}
+
+TEST(OpsCandidates, ActCandidatesFitAndParseBack) {
+  for (DataType t : {DataType::kBF16, DataType::kF32})
+    for (std::int64_t d : {8, 24, 4096, 4100, 14336}) {
+      const ActArgs a = act_args(t, 64, d);
+      const std::vector<ActConfig> cs = candidate_configs(a);
+      ASSERT_FALSE(cs.empty());
+      bool fast = false, accurate = false;
+      std::set<std::string> names;
+      for (const ActConfig& c : cs) {
+        const std::string n = config_name(c);
+        EXPECT_TRUE(names.insert(n).second) << "duplicate " << n;
+        EXPECT_TRUE(config_fits(a, c).is_ok()) << n;
+        auto back = parse_act_config(n);
+        ASSERT_TRUE(back.has_value()) << n;
+        EXPECT_TRUE(*back == c) << n;
+        (c.fast ? fast : accurate) = true;
+      }
+      EXPECT_TRUE(fast && accurate) << "both sigmoid flavours are candidates";
+    }
+}
+
+TEST(OpsCandidates, Vec16RejectsMisalignedWithReason) {
+  NormArgs a = norm_args(DataType::kBF16, true, 4, 4096);
+  NormConfig c;  // vec16
+  c.threads_per_row = 512;
+  ASSERT_TRUE(config_fits(a, c).is_ok());
+  a.residual = fake(0x200002);
+  expect_error(config_fits(a, c), StatusCode::kMisaligned, "residual");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.x_stride = 4100;
+  expect_error(config_fits(a, c), StatusCode::kMisaligned, "stride");
+  a = norm_args(DataType::kBF16, true, 4, 4100);
+  expect_error(config_fits(a, c), StatusCode::kNotSupported, "multiple of 8");
+  ActArgs b = act_args(DataType::kBF16, 4, 4096, Fp8Scaling::kStatic);
+  const ActConfig ac{true, 256, 1, false};
+  ASSERT_TRUE(config_fits(b, ac).is_ok());
+  b.out = fake(0x400004);  // e4m3 output of bf16 needs 8-byte alignment
+  expect_error(config_fits(b, ac), StatusCode::kMisaligned, "out");
+}
+
+}  // namespace
+}  // namespace tunable
