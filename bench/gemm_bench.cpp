@@ -139,7 +139,7 @@ struct Timing {
 };
 
 // Back-to-back: events around every call (the tuner's method), median. `fn(i)` runs call i.
-Timing time_b2b(cudaStream_t s, const std::function<Status(int)>& fn, double budget_ms = 25) {
+Timing time_b2b(cudaStream_t s, const std::function<Status(int)>& fn, double budget_ms = 15) {
   // Calls go through tunable::gemm (validation, lookup), so the GPU is held longer per queued
   // call than in the tuner, which calls solutions directly.
   EventTimer timer(s, 60000);
@@ -311,7 +311,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
       return [&, cptr = &c](int i) { return gemm(*cptr, d, ops.ops[i % nc], reinterpret_cast<Stream>(s)); };
     };
     // Contenders: Default, the tuned dispatch, and cuBLASLt's top-8 heuristics, timed the same
-    // way in interleaved rounds (median over rounds) so GPU clock drift favours no one.
+    // way in 5 interleaved rounds (median over rounds) so GPU clock drift favours no one.
     std::vector<std::pair<std::string, std::function<Status(int)>>> contenders = {
         {"default", via(plain)}, {"tuned", via(tuned)}};
     std::vector<SolutionPtr<GemmArgs>> hs;
@@ -328,7 +328,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
       }});
     }
     std::vector<std::vector<double>> rounds(contenders.size());
-    for (int r = 0; r < 3; ++r)
+    for (int r = 0; r < 5; ++r)
       for (std::size_t c = 0; c < contenders.size(); ++c)
         rounds[c].push_back(time_b2b(s, contenders[c].second).median_us);
     const Timing t_def{median_of(rounds[0]), 0}, t_tun{median_of(rounds[1]), 0};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused pack
+#   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead pack
 # Writes logs and results under $OUT (default ./device_out).
 set -uo pipefail
 # Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
@@ -57,6 +57,8 @@ for step in "$@"; do
       python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1; tail -3 "$OUT/fused_torch.log"
       $B/bench/tunable_fused_bench --out "$OUT" --anchors bench/baselines/h100-torch-fused-ops.txt \
         --torch "$OUT/fused_torch.json" > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
+    overhead)
+      $B/bench/tunable_dispatch_overhead --benchmark_format=console 2>&1 | tee "$OUT/dispatch_overhead.txt" | tail -6 ;;
     pack)
       # The device tool brings back at most 8 files: bundle everything into one archive.
       (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .) ;;

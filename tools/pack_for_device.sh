@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .devcarry .devlibs
 for lib in /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 \
-           /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0; do
+           /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 \
+           /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian; do
   cp -Lu "$lib" .devlibs/
 done
 B="${BUILD_DIR:-build}"

@@ -163,7 +163,8 @@ struct Problem {
   }
 
   // Runs through `ctx` on device copies (C poisoned when beta == 0) and checks the result.
-  void run_and_check(Context& ctx, const std::string& what, std::size_t c_offset = 0) {
+  void run_and_check(Context& ctx, const std::string& what, std::size_t c_offset = 0,
+                     StatusCode expect = StatusCode::kOk) {
     DeviceCopy da(a.bytes), db(b.bytes), dbias(bias.bytes);
     std::vector<unsigned char> c_init = c.bytes;
     if (d.beta == 0)
@@ -180,6 +181,10 @@ struct Problem {
       ops.scale_b = sc.as<float>() + 4;
     }
     Status st = gemm(ctx, d, ops, nullptr);
+    if (expect != StatusCode::kOk) {
+      EXPECT_EQ(st.code(), expect) << what << ": " << st.to_string();
+      return;
+    }
     ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<unsigned char> out(c.bytes.size());
@@ -214,8 +219,12 @@ TEST_P(GpuGemm, DefaultAndTunedMatchReference) {
   Problem p(GetParam().desc(), rng);
   ASSERT_TRUE(validate(p.d).is_ok()) << validate(p.d).to_string();
   {
+    // cuBLASLt has no fp8 -> fp32 kernel with a bias epilogue: Default says so clearly, and the
+    // tuned path still runs through a candidate that has one (our skinny kernels).
+    const bool lt_gap = p.d.op == GemmOp::kScaledGemm && p.d.out_dtype == DataType::kF32 &&
+                        p.d.epilogue == Epilogue::kBias;
     Context plain(Device::cuda(0), opts(false));
-    p.run_and_check(plain, "Default");
+    p.run_and_check(plain, "Default", 0, lt_gap ? StatusCode::kNotSupported : StatusCode::kOk);
   }
   Context tuned(Device::cuda(0), opts(true));
   p.run_and_check(tuned, "tuned");
@@ -250,8 +259,7 @@ std::vector<GpuCase> gpu_cases() {
     }
   for (DataType out : {DataType::kBF16, DataType::kF16, DataType::kF32})
     for (Epilogue ep : {Epilogue::kNone, Epilogue::kBias})
-      if (!(out == DataType::kF32 && ep == Epilogue::kBias))  // cuBLASLt has none: tested below
-        v.push_back({GemmOp::kScaledGemm, DataType::kF8E4M3, out, T, N, 256, 32, 512, 0, 1, 1.0, 0.0, ep});
+      v.push_back({GemmOp::kScaledGemm, DataType::kF8E4M3, out, T, N, 256, 32, 512, 0, 1, 1.0, 0.0, ep});
   v.push_back({GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 4096, 16, 4096, 0, 1, 1.0, 0.0,
                Epilogue::kNone});
   // Decode-like shapes (y = x W^T): the skinny kernels' territory.
@@ -364,15 +372,6 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
   e5.op = GemmOp::kScaledGemm;
   e5.out_dtype = DataType::kBF16;
   EXPECT_EQ(gemm(ctx, e5, o8).code(), StatusCode::kNotSupported);
-  // fp8 -> fp32 with a bias epilogue: cuBLASLt offers no kernel; a clear not_supported.
-  GemmDesc f32b = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 256, 32, 512);
-  f32b.op = GemmOp::kScaledGemm;
-  f32b.out_dtype = DataType::kF32;
-  f32b.epilogue = Epilogue::kBias;
-  GemmOperands ob = o8;
-  ob.scale_b = s + 4;
-  ob.bias = buf.as<char>() + (2 << 20);
-  EXPECT_EQ(gemm(ctx, f32b, ob).code(), StatusCode::kNotSupported);
   // FP8 scale pointers must be 16-byte aligned.
   GemmDesc ok8 = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 128, 16, 256);
   ok8.op = GemmOp::kScaledGemm;

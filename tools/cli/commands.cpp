@@ -14,6 +14,7 @@
 
 #include "tunable/context.hpp"
 #include "tunable/gemm.hpp"
+#include "tunable/ops.hpp"
 #include "tune/results_file.hpp"
 
 namespace tunable::cli {
@@ -226,10 +227,12 @@ int run_tune_file(const TuneFileArgs& a) {
   const auto t0 = clock_type::now();
   for (std::size_t i = 0; i < problems.size(); ++i) {
     const auto& [op, ps] = problems[i];
+    // GEMM signatures first; anything else may be a fused op (RmsNorm, ActAndMul, ...).
     GemmDesc d;
     Status st = parse_gemm_signature(op, ps, &d);
     std::string sol;
     if (st.is_ok()) st = tune_gemm(ctx, d, &sol);
+    else if (op.rfind("Gemm", 0) != 0 && op.rfind("ScaledGemm", 0) != 0) st = tune_fused_op(ctx, op, ps, &sol);
     const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
     const double eta = el / (i + 1) * (problems.size() - i - 1);
     if (st.is_ok()) {
