@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -163,6 +164,31 @@ __device__ __forceinline__ V group_reduce(V v, int group_warps, V* scratch, Op o
   return warp_reduce(v, op);
 }
 
+/// Reduces v (uniform over each block) over the thread-block cluster through distributed shared
+/// memory (sm_90+); every thread of the cluster receives the same result, combined in the same
+/// order in every block. Every thread of every block of the cluster must call it; `slot` is one V
+/// of the block's shared memory used by no other reduction. Two cluster barriers: the first makes
+/// every block's slot visible (and guarantees all blocks are running), the second keeps each
+/// slot alive until all blocks have read it.
+template <class V, class Op>
+__device__ __forceinline__ V cluster_reduce(V v, V* slot, Op op) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) *slot = v;
+  cluster.sync();
+  const unsigned lane = threadIdx.x & 31;
+  V r = lane < cluster.num_blocks() ? *cluster.map_shared_rank(slot, lane) : Op::template identity<V>();
+  r = warp_reduce(r, op);
+  cluster.sync();
+  return r;
+#else
+  (void)slot;
+  (void)op;
+  return v;  // never launched below sm_90 (cluster launches are refused on the host)
+#endif
+}
+
 // ---- programmatic dependent launch (sm_90+) -------------------------------------------------------
 
 /// First statement of every fused-op kernel: waits until the previous grid in the stream has
@@ -221,6 +247,30 @@ cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std:
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = pdl_supported(kernel) ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+/// kernel<<<grid, block, smem, stream>>>(args...) in clusters of `cluster_x` blocks along x, with
+/// programmatic dependent launch. Clusters need sm_90 device code and a device of compute
+/// capability >= 9.0 (the PDL condition): cudaErrorNotSupported otherwise.
+template <class... Params, class... Args>
+cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                                  cudaStream_t stream, unsigned cluster_x, Args&&... args) {
+  if (!pdl_supported(kernel)) return cudaErrorNotSupported;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = cluster_x;
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 2;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 

@@ -51,7 +51,9 @@ struct SkinnyParams {
 struct SkinnyLaunch {
   SkinnyParams p;      ///< splits/kc/acc_scale are filled in by the launcher
   int splits = 0;      ///< requested K splits: >= 1 fixed, 0 = auto (fill the device)
-  int max_splits = 1;  ///< cap for auto (partial-traffic bound), >= 1
+  int max_splits = 1;  ///< cap for auto and wave-balanced splits (partial-traffic bound), >= 1
+  int waves = 0;       ///< with splits == 0: > 0 picks splits for >= that many balanced waves
+  int cluster = 0;     ///< mmap only: > 1 splits K over a cluster of that many blocks (sm_90)
   std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
 };
 
@@ -467,6 +469,55 @@ inline SkinnySplit skinny_plan_splits(int requested, int max_splits, int k, int 
   r.kc = per * granule;
   r.splits = (granules + per - 1) / per;
   return r;
+}
+
+/// Wave-balanced K splits: the grid of blocks0 * s blocks should give at least `waves` waves of
+/// `slots` resident blocks with the last wave nearly full (fill = blocks / (waves_used * slots)
+/// >= 0.9), so every SM streams about the same number of bytes. Any s in [1, max_splits] (not only
+/// powers of two) is considered, smallest first; when no s reaches both the wave count and the fill,
+/// the s with the best fill among those reaching the most waves possible is taken (ties: fewer
+/// splits). The granule rounding of skinny_plan_splits then applies.
+inline SkinnySplit skinny_plan_splits_waves(int waves, int max_splits, int k, int granule,
+                                            long long blocks0, long long slots) {
+  const int granules = (k + granule - 1) / granule;
+  int cap = max_splits < granules ? max_splits : granules;
+  if (cap < 1) cap = 1;
+  if (slots < 1) slots = 1;
+  // Effective split count after granule rounding (what the launch really gets).
+  auto effective = [&](int s) {
+    const int per = (granules + s - 1) / s;
+    return (granules + per - 1) / per;
+  };
+  const long long want = static_cast<long long>(waves) * slots;
+  int best = 1;
+  double best_fill = -1.0;
+  long long best_blocks = 0;
+  for (int s = 1; s <= cap; ++s) {
+    const int se = effective(s);
+    const long long b = blocks0 * se;
+    const long long w = (b + slots - 1) / slots;
+    const double fill = static_cast<double>(b) / static_cast<double>(w * slots);
+    if (b >= want && fill >= 0.9) {
+      best = s;
+      break;
+    }
+    const long long bb = b < want ? b : want;  // reaching more of the wanted waves counts first
+    if (bb > best_blocks || (bb == best_blocks && fill > best_fill + 1e-9)) {
+      best = s;
+      best_fill = fill;
+      best_blocks = bb;
+    }
+  }
+  return skinny_plan_splits(best, max_splits, k, granule, blocks0, slots);
+}
+
+/// The split plan a launch asks for: wave-balanced when l.waves > 0 and no fixed count is given,
+/// else skinny_plan_splits (fixed, or auto: smallest power of two filling one wave).
+inline SkinnySplit skinny_plan(const SkinnyLaunch& l, int k, int granule, long long blocks0,
+                               long long slots) {
+  if (l.splits <= 0 && l.waves > 0)
+    return skinny_plan_splits_waves(l.waves, l.max_splits, k, granule, blocks0, slots);
+  return skinny_plan_splits(l.splits, l.max_splits, k, granule, blocks0, slots);
 }
 
 /// Fills p's split fields from a plan; cudaErrorInvalidValue when the plan needs more partial

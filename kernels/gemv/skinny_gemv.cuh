@@ -117,8 +117,8 @@ cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   int per_sm = 0;
   cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, 0, dev.ordinal, &per_sm);
   if (e != cudaSuccess) return e;
-  const SkinnySplit sp = skinny_plan_splits(l.splits, l.max_splits, p.k, skinny_gemv_granule(Tr::kVec),
-                                            blocks0, static_cast<long long>(per_sm) * dev.sms);
+  const SkinnySplit sp = skinny_plan(l, p.k, skinny_gemv_granule(Tr::kVec), blocks0,
+                                     static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   // fp8 products come out scaled by 2^-16 (see E4M3Traits::to_float).
   p.acc_scale = Tr::kBytes == 1 ? skinny_detail::E4M3Traits::kAccScale : 1.f;

@@ -14,6 +14,7 @@
 // shared memory in warp order (deterministic), then written as y or as a split's fp32 partial.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "kernels/gemv/common.cuh"
@@ -162,14 +163,254 @@ cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   int per_sm = 0;
   cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
   if (e != cudaSuccess) return e;
-  const SkinnySplit sp = skinny_plan_splits(l.splits, l.max_splits, p.k,
-                                            skinny_mma_granule(Tr::kVec, KW), blocks0,
-                                            static_cast<long long>(per_sm) * dev.sms);
+  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mma_granule(Tr::kVec, KW), blocks0,
+                                     static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   kernel<<<dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads, kSmem,
            stream>>>(p);
   return skinny_finish(p, dev, stream);
+}
+
+// ---- register double-buffered variant ("mmap") -------------------------------------------------
+//
+// Same tiling, K permutation, reduction and epilogue as skinny_mma_kernel, but the weight loads are
+// software-pipelined over two register stages: the loads of iteration i + 1 are issued before the
+// MMAs of iteration i, so a lane never waits with an empty queue (the plain kernel drains its 8
+// loads before issuing the next 8). Up to 2 x kU x WM x 2 = 16 16-byte weight loads in flight per
+// lane, 8 at the least, instead of 8 falling to 0 once per iteration.
+
+/// Blocks per SM the pipelined kernel's register allocation must allow: the two stages take 64
+/// registers, so small accumulator tiles (WM * WN <= 2: n <= 16 at 16 rows, n <= 8 at 32) keep the
+/// 128-register budget (16 warps per SM) and larger ones get 255 registers (8 warps per SM).
+template <class Tr>
+constexpr int skinny_mmap_min_blocks(int wm, int wn, int kw) {
+  return wm * wn <= 2 && !(Tr::kBytes == 1 && wm * wn == 2) ? 16 / kw : 8 / kw;
+}
+
+/// CS > 1: cluster split-K. The CS blocks of a (1, CS, 1) thread-block cluster (sm_90) take the CS
+/// K ranges of one row block (gridDim.y == CS, p.kc per range, p.splits == 1); each leaves its
+/// block sums in shared memory and cluster rank 0 adds them over distributed shared memory in rank
+/// order (deterministic) and writes y: split-K without partials in global memory and without the
+/// second (reduction) kernel.
+template <class Tr, int WM, int WN, int KW, int CS>
+__global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW))
+    skinny_mmap_kernel(const __grid_constant__ SkinnyParams p) {
+  using namespace skinny_detail;
+  constexpr int kVec = Tr::kVec;
+  constexpr int kBM = 16 * WM, kTok = 8 * WN;
+  constexpr int kSB = kBM + 4;
+  constexpr int kU = skinny_mma_unroll(WM);
+  constexpr int kChunk = 4 * kVec;
+  constexpr int kStep = kU * KW;         // chunks one warp advances per stage
+  extern __shared__ float red[];         // [KW][kTok][kSB]
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * kBM;
+  const int kb = blockIdx.y * p.kc;
+  const int ke = min(p.k, kb + p.kc);
+  const int nchunks = (ke - kb + kChunk - 1) / kChunk;
+
+  const unsigned char* wrow[WM][2];
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = min(row0 + mt * 16 + h * 8 + g, p.m - 1);
+      wrow[mt][h] = static_cast<const unsigned char*>(p.w) + static_cast<size_t>(row) * p.lda * Tr::kBytes;
+    }
+  }
+  const unsigned char* xrow[WN];
+#pragma unroll
+  for (int nt = 0; nt < WN; ++nt) {
+    xrow[nt] = static_cast<const unsigned char*>(p.x) +
+               static_cast<size_t>(min(nt * 8 + g, p.n - 1)) * p.ldb * Tr::kBytes;
+  }
+
+  float acc[WM][WN][4];
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < WN; ++nt) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[mt][nt][q] = 0.f;
+    }
+  }
+
+  // Loads of chunks c0, c0 + KW, ... (kU of them); past ke they are predicated off and read as 0.
+  auto load = [&](uint4 (&a)[kU][WM][2], int c0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const size_t off = static_cast<size_t>(e) * Tr::kBytes;
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt) {
+        a[u][mt][0] = ld_stream16(wrow[mt][0] + off, e < ke);
+        a[u][mt][1] = ld_stream16(wrow[mt][1] + off, e < ke);
+      }
+    }
+  };
+  auto compute = [&](const uint4 (&a)[kU][WM][2], int c0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const size_t off = static_cast<size_t>(e) * Tr::kBytes;
+#pragma unroll
+      for (int nt = 0; nt < WN; ++nt) {
+        const uint4 b = ld_cached16(xrow[nt] + off, e < ke);
+#pragma unroll
+        for (int mt = 0; mt < WM; ++mt) Tr::mma(acc[mt][nt], a[u][mt][0], a[u][mt][1], b);
+      }
+    }
+  };
+
+  // Two named stages and a loop unrolled by two, so no register moves between stages.
+  uint4 s0[kU][WM][2], s1[kU][WM][2];
+  int c0 = warp;
+  if (c0 < nchunks) load(s0, c0);
+  while (c0 < nchunks) {
+    if (c0 + kStep < nchunks) load(s1, c0 + kStep);
+    compute(s0, c0);
+    c0 += kStep;
+    if (c0 >= nchunks) break;
+    if (c0 + kStep < nchunks) load(s0, c0 + kStep);
+    compute(s1, c0);
+    c0 += kStep;
+  }
+
+  pdl_launch_dependents();
+  float* mine = red + warp * kTok * kSB;
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < WN; ++nt) {
+      const int r = mt * 16 + g, j = nt * 8 + 2 * t;
+      mine[j * kSB + r] = acc[mt][nt][0];
+      mine[(j + 1) * kSB + r] = acc[mt][nt][1];
+      mine[j * kSB + r + 8] = acc[mt][nt][2];
+      mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
+    }
+  }
+  __syncthreads();
+  const int ntok = min(kTok, p.n);
+  const float scale = result_scale(p);
+  if constexpr (CS == 1) {
+    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+      const int r = o % kBM, j = o / kBM, row = row0 + r;
+      if (row >= p.m) continue;
+      float s = 0.f;
+#pragma unroll
+      for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
+      emit(p, row, j, s, scale);
+    }
+  } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    float* fin = red + KW * kTok * kSB;  // [kTok][kBM]: this block's sums over its K range
+    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+      const int r = o % kBM, j = o / kBM;
+      float s = 0.f;
+#pragma unroll
+      for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
+      fin[j * kBM + r] = s;
+    }
+    cluster.sync();  // every rank's fin is written and visible cluster-wide
+    if (cluster.block_rank() == 0) {
+      const float* src[CS];
+#pragma unroll
+      for (int c = 0; c < CS; ++c) src[c] = cluster.map_shared_rank(fin, c);
+      for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+        const int r = o % kBM, j = o / kBM, row = row0 + r;
+        if (row >= p.m) continue;
+        float s = 0.f;
+#pragma unroll
+        for (int c = 0; c < CS; ++c) s += src[c][j * kBM + r];
+        write_result(p, row, j, s, scale);
+      }
+    }
+    cluster.sync();  // no rank exits while rank 0 may still read its shared memory
+#else
+    __trap();  // launchers refuse cluster variants below sm_90
+#endif
+  }
+}
+
+template <class Tr, int WM, int WN, int KW, int CS>
+cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+  const auto kernel = skinny_mmap_kernel<Tr, WM, WN, KW, CS>;
+  constexpr int kThreads = KW * 32;
+  constexpr std::size_t kSmem =
+      skinny_mma_smem(WM, WN, KW) + (CS > 1 ? std::size_t{8} * WN * 16 * WM * sizeof(float) : 0);
+  const int need = CS > 1 ? 90 : Tr::kBytes == 1 ? 89 : 80;
+  if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
+  SkinnyParams p = l.p;
+  if constexpr (CS > 1) {
+    const long long rb = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
+    if (rb > 0x7fffffffLL) return cudaErrorInvalidValue;
+    // Raises the dynamic shared-memory limit when the tile needs more than 48 KiB (bm32 x 64).
+    int per_sm = 0;
+    cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
+    if (e != cudaSuccess) return e;
+    const int granule = skinny_mma_granule(Tr::kVec, KW);
+    const int granules = (p.k + granule - 1) / granule;
+    p.kc = (granules + CS - 1) / CS * granule;  // ranks past the last granule add zeros
+    p.splits = 1;
+    p.acc_scale = 1.f;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(rb), CS);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kSmem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = CS;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    e = cudaLaunchKernelEx(&cfg, kernel, p);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
+      return e;
+    }
+    return skinny_finish(p, dev, stream);
+  }
+  const long long blocks0 = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
+  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
+  int per_sm = 0;
+  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
+  if (e != cudaSuccess) return e;
+  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mma_granule(Tr::kVec, KW), blocks0,
+                                     static_cast<long long>(per_sm) * dev.sms);
+  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
+  p.acc_scale = 1.f;
+  kernel<<<dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads, kSmem,
+           stream>>>(p);
+  return skinny_finish(p, dev, stream);
+}
+
+/// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, n <= 64;
+/// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored).
+inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
+                               cudaStream_t stream) {
+  if (block_rows % 16 != 0) return cudaErrorInvalidValue;
+  SkinnyDevice dev;
+  cudaError_t e = skinny_device(&dev);
+  if (e != cudaSuccess) return e;
+  return skinny_dispatch_in(in, [&](auto tr) {
+    using Tr = decltype(tr);
+    return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
+      return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
+        return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+          return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
+            return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value>(l, dev, stream);
+          });
+        });
+      });
+    });
+  });
 }
 
 /// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, l.p.n <= 64.

@@ -48,6 +48,12 @@ struct RmsNormLaunch {
   int threads_per_row = 256;
   int rows_per_block = 1;
   int items = 1;
+  /// Register kernel: the weight's loads are issued together with the row's (one round trip
+  /// before the reduction instead of two); the cluster kernel always does this.
+  bool early_weight = false;
+  /// > 1: the cluster kernel, one row split over `cluster` blocks of `threads_per_row` threads
+  /// (a thread-block cluster, sm_90), each thread holding up to `items` vectors.
+  int cluster = 1;
 };
 
 // ---- device helpers ---------------------------------------------------------------------------------
@@ -85,9 +91,9 @@ __device__ __forceinline__ float rms_norm_quant_inverse(const RmsNormParams& p, 
 
 // ---- kernels ----------------------------------------------------------------------------------------
 
-template <class T, class OutT, int VEC, int ITEMS>
-__global__ void __launch_bounds__(rms_norm_max_threads(ITEMS * VEC * static_cast<int>(sizeof(T))))
-kernel_rms_norm_regs(const __grid_constant__ RmsNormParams p, int threads_per_row) {
+/// The register kernel's body; EARLY_W: the weight's loads are issued with the row's.
+template <class T, class OutT, int VEC, int ITEMS, bool EARLY_W>
+__device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int threads_per_row) {
   using V = Vec<T, VEC>;
   using VO = Vec<OutT, VEC>;
   __shared__ float scratch[2][32];
@@ -115,6 +121,7 @@ kernel_rms_norm_regs(const __grid_constant__ RmsNormParams p, int threads_per_ro
     if (live && v < nvec) {
       xv[i] = load_vec<V>(x + v * VEC);
       if (res) rv[i] = load_vec<V>(res + v * VEC);
+      if constexpr (EARLY_W) wv[i] = load_vec_ro<V>(w + v * VEC);
     }
   }
   float ss = 0.0f;
@@ -133,10 +140,12 @@ kernel_rms_norm_regs(const __grid_constant__ RmsNormParams p, int threads_per_ro
       }
     }
   }
+  if constexpr (!EARLY_W) {
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int v = i * group + t;
-    if (live && v < nvec) wv[i] = load_vec_ro<V>(w + v * VEC);
+    for (int i = 0; i < ITEMS; ++i) {
+      const int v = i * group + t;
+      if (live && v < nvec) wv[i] = load_vec_ro<V>(w + v * VEC);
+    }
   }
   ss = group_reduce(ss, group_warps, scratch[0], SumOp{});
   const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
@@ -169,6 +178,23 @@ kernel_rms_norm_regs(const __grid_constant__ RmsNormParams p, int threads_per_ro
       store_vec(out + v * VEC, o);
     }
   }
+}
+
+template <class T, class OutT, int VEC, int ITEMS>
+__global__ void __launch_bounds__(rms_norm_max_threads(ITEMS * VEC * static_cast<int>(sizeof(T))))
+kernel_rms_norm_regs(const __grid_constant__ RmsNormParams p, int threads_per_row) {
+  rms_norm_regs_body<T, OutT, VEC, ITEMS, false>(p, threads_per_row);
+}
+
+/// The register kernel with the weight loaded early. Its x, residual and weight registers are live
+/// together, so it is held to 64 registers per thread (two 512-thread blocks or one 1024-thread
+/// block per SM, as the plain kernel gets at 4 items) rather than losing occupancy: a single wave
+/// at 1024 rows needs it.
+template <class T, class OutT, int VEC, int ITEMS>
+__global__ void __launch_bounds__(rms_norm_max_threads(ITEMS * VEC * static_cast<int>(sizeof(T))),
+                                  65536 / (64 * rms_norm_max_threads(ITEMS * VEC * static_cast<int>(sizeof(T)))))
+kernel_rms_norm_regs_ew(const __grid_constant__ RmsNormParams p, int threads_per_row) {
+  rms_norm_regs_body<T, OutT, VEC, ITEMS, true>(p, threads_per_row);
 }
 
 /// Any hidden size: one row per block. `stage`: the row (after the residual add) is kept in
@@ -236,6 +262,113 @@ kernel_rms_norm_staged(const __grid_constant__ RmsNormParams p, bool stage) {
   }
 }
 
+/// Few rows, long rows: one row split over the `gridDim.x / rows` blocks of a thread-block cluster
+/// (sm_90), so a single row keeps up to 8 SMs busy. Block `rank` of row `row` owns the contiguous
+/// vectors [rank * span, (rank + 1) * span) of the row; each thread issues the loads of x, the
+/// residual and the weight of its up-to-ITEMS vectors together (one memory round trip), reduces
+/// its block's sum of squares, and the blocks combine their partial sums through distributed
+/// shared memory (cluster_reduce; the dynamic FP8 amax likewise). Needs a cluster launch.
+template <class T, class OutT, int VEC, int ITEMS>
+__global__ void __launch_bounds__(rms_norm_max_threads(ITEMS * VEC * static_cast<int>(sizeof(T))))
+kernel_rms_norm_cluster(const __grid_constant__ RmsNormParams p, int cluster_blocks) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using V = Vec<T, VEC>;
+  using VO = Vec<OutT, VEC>;
+  __shared__ float scratch[2][32];
+  __shared__ float slot[2];
+  pdl_wait();
+  pdl_launch_dependents();
+  const int rank = static_cast<int>(blockIdx.x % cluster_blocks);  // == the block's cluster rank
+  const std::int64_t row = blockIdx.x / cluster_blocks;
+  const int warps = blockDim.x >> 5;
+  const int nvec = p.hidden / VEC;
+  const int span = static_cast<int>(ceil_div(nvec, cluster_blocks));
+  const int begin = rank * span;
+  const int end = min(nvec, begin + span);
+  const int t = threadIdx.x;
+  const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
+  const T* w = static_cast<const T*>(p.weight);
+  T* res = p.residual ? static_cast<T*>(p.residual) + row * p.residual_stride : nullptr;
+
+  V xv[ITEMS], wv[ITEMS], rv[ITEMS];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = begin + i * static_cast<int>(blockDim.x) + t;
+    if (v < end) {
+      xv[i] = load_vec<V>(x + v * VEC);
+      if (res) rv[i] = load_vec<V>(res + v * VEC);
+      wv[i] = load_vec_ro<V>(w + v * VEC);
+    }
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = begin + i * static_cast<int>(blockDim.x) + t;
+    if (v < end) {
+      if (res) {
+        add_residual(xv[i], rv[i]);
+        store_vec(res + v * VEC, xv[i]);
+      }
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float f = to_float(xv[i].v[j]);
+        ss = fmaf(f, f, ss);
+      }
+    }
+  }
+  ss = group_reduce(ss, warps, scratch[0], SumOp{});
+  ss = cluster_reduce(ss, &slot[0], SumOp{});
+  const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+
+  float qinv = 1.0f;
+  if constexpr (kIsFp8<OutT>) {
+    if (p.quant == NormQuant::kFp8Static) {
+      qinv = 1.0f / __ldg(p.scale);
+    } else {
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int v = begin + i * static_cast<int>(blockDim.x) + t;
+        if (v < end) {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j)
+            amax = fmaxf(amax, fabsf(rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma)));
+        }
+      }
+      amax = group_reduce(amax, warps, scratch[1], MaxOp{});
+      amax = cluster_reduce(amax, &slot[1], MaxOp{});
+      const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
+      if (rank == 0 && t == 0) p.token_scales[row] = s;
+      qinv = 1.0f / s;
+    }
+  }
+
+  OutT* out = static_cast<OutT*>(p.out) + row * p.out_stride;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = begin + i * static_cast<int>(blockDim.x) + t;
+    if (v < end) {
+      VO o;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float y = rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma);
+        o.v[j] = from_float<OutT>(kIsFp8<OutT> ? y * qinv : y);
+      }
+      store_vec(out + v * VEC, o);
+    }
+  }
+#else
+  (void)p;
+  (void)cluster_blocks;
+  __trap();  // cluster launches are refused on the host below sm_90
+#endif
+}
+
+/// Whether the cluster kernel can run on the current device (sm_90 code, compute capability 9+).
+inline bool rms_norm_cluster_supported() {
+  return pdl_supported(kernel_rms_norm_cluster<float, float, 4, 1>);
+}
+
 // ---- launchers ----------------------------------------------------------------------------------------
 
 /// Bytes of the dynamic shared memory every block may use without an opt-in attribute.
@@ -265,8 +398,32 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, const RmsNormLaunch& l, cuda
     return launch_kernel(kernel, dim3(static_cast<unsigned>(p.rows)), dim3(l.threads_per_row), smem,
                          stream, p, smem > 0);
   }
+  if constexpr (VEC == 1) {
+    // The cluster and early-weight kernels exist for 16-byte vectors only.
+    if (l.cluster > 1 || l.early_weight) return cudaErrorInvalidValue;
+  } else if (l.cluster > 1) {
+    if (l.cluster > 8) return cudaErrorInvalidValue;
+    const dim3 grid(static_cast<unsigned>(p.rows * l.cluster));
+    const dim3 block(l.threads_per_row);
+    const unsigned c = static_cast<unsigned>(l.cluster);
+    switch (l.items) {
+      case 1: return launch_kernel_cluster(kernel_rms_norm_cluster<T, OutT, VEC, 1>, grid, block, 0, stream, c, p, l.cluster);
+      case 2: return launch_kernel_cluster(kernel_rms_norm_cluster<T, OutT, VEC, 2>, grid, block, 0, stream, c, p, l.cluster);
+      default: return cudaErrorInvalidValue;
+    }
+  }
   const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, l.rows_per_block)));
   const dim3 block(l.threads_per_row * l.rows_per_block);
+  if constexpr (VEC > 1) {
+    if (l.early_weight) {
+      switch (l.items) {
+        case 1: return launch_kernel(kernel_rms_norm_regs_ew<T, OutT, VEC, 1>, grid, block, 0, stream, p, l.threads_per_row);
+        case 2: return launch_kernel(kernel_rms_norm_regs_ew<T, OutT, VEC, 2>, grid, block, 0, stream, p, l.threads_per_row);
+        case 4: return launch_kernel(kernel_rms_norm_regs_ew<T, OutT, VEC, 4>, grid, block, 0, stream, p, l.threads_per_row);
+        default: return cudaErrorInvalidValue;
+      }
+    }
+  }
   switch (l.items) {
     case 1: return launch_kernel(kernel_rms_norm_regs<T, OutT, VEC, 1>, grid, block, 0, stream, p, l.threads_per_row);
     case 2: return launch_kernel(kernel_rms_norm_regs<T, OutT, VEC, 2>, grid, block, 0, stream, p, l.threads_per_row);

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "cuda/cuda_util.hpp"
+#include "kernels/reference/gemm_reference.cuh"
 
 namespace tunable {
 namespace {
@@ -70,46 +71,6 @@ __global__ void kernel_to_double(const T* src, std::int64_t rows, std::int64_t c
     const std::int64_t r = i % rows, c = i / rows;
     dst[i] = to_dbl(src[r + c * ld]);
   }
-}
-
-struct CompareOut {
-  unsigned long long bad, nonfinite;
-  unsigned long long max_abs_bits, max_rel_bits;  // non-negative doubles compare as integers
-  double sumsq;
-};
-
-__global__ void kernel_sumsq(const double* ref, std::size_t n, CompareOut* out) {
-  double s = 0;
-  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
-       i += (std::size_t)gridDim.x * blockDim.x)
-    s += ref[i] * ref[i];
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(&out->sumsq, s);
-}
-
-__global__ void kernel_compare(const double* got, const double* ref, std::size_t n, double abs_bound,
-                               double rtol, CompareOut* out) {
-  unsigned long long bad = 0, nonfin = 0;
-  double max_abs = 0, max_rel = 0;
-  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
-       i += (std::size_t)gridDim.x * blockDim.x) {
-    const double g = got[i], r = ref[i];
-    if (!isfinite(g)) {
-      ++nonfin;
-      ++bad;
-      max_abs = INFINITY;
-      max_rel = INFINITY;
-      continue;
-    }
-    const double d = fabs(g - r), bound = abs_bound + rtol * fabs(r);
-    max_abs = fmax(max_abs, d);
-    max_rel = fmax(max_rel, bound > 0 ? d / bound : (d > 0 ? INFINITY : 0.0));
-    if (d > bound) ++bad;
-  }
-  if (bad) atomicAdd(&out->bad, bad);
-  if (nonfin) atomicAdd(&out->nonfinite, nonfin);
-  atomicMax(&out->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(max_abs)));
-  atomicMax(&out->max_rel_bits, static_cast<unsigned long long>(__double_as_longlong(max_rel)));
 }
 
 // Holds the GPU for `ns` nanoseconds so the host can queue the calls that follow.
@@ -244,17 +205,20 @@ Status to_double(const void* src, DataType t, std::int64_t rows, std::int64_t co
 
 Status compare_on_device(const double* got, const double* ref, std::size_t n, const Tolerance& tol,
                          NumericsReport* report, cudaStream_t stream) {
+  // The GEMM workload's compare kernels, on a dense n x 1 matrix.
+  using kernels::CompareTotals;
+  const auto len = static_cast<std::int64_t>(n);
   DeviceBuffer out;
-  TUNABLE_RETURN_IF_ERROR(out.allocate(sizeof(CompareOut)));
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(out.get(), 0, sizeof(CompareOut), stream));
-  kernel_sumsq<<<blocks_for(n), kThreads, 0, stream>>>(ref, n, out.as<CompareOut>());
+  TUNABLE_RETURN_IF_ERROR(out.allocate(sizeof(CompareTotals)));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(out.get(), 0, sizeof(CompareTotals), stream));
+  kernels::kernel_sumsq_ref<double, double><<<blocks_for(n), kThreads, 0, stream>>>(ref, len, out.as<CompareTotals>());
   TUNABLE_CUDA_CHECK_LAUNCH();
-  CompareOut h{};
+  CompareTotals h{};
   TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, out.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream));
   const double rms = n ? std::sqrt(h.sumsq / static_cast<double>(n)) : 0.0;
-  kernel_compare<<<blocks_for(n), kThreads, 0, stream>>>(got, ref, n, tol.atol * std::max(rms, 1e-30),
-                                                         tol.rtol, out.as<CompareOut>());
+  kernels::kernel_compare_matrix<double, double><<<blocks_for(n), kThreads, 0, stream>>>(
+      got, len, 1, len, 0, 1, ref, tol.atol * std::max(rms, 1e-30), tol.rtol, out.as<CompareTotals>());
   TUNABLE_CUDA_CHECK_LAUNCH();
   TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, out.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream));

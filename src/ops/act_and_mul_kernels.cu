@@ -21,6 +21,7 @@ Status launch_fused_op(const ActArgs& a, const ActConfig& c, Stream stream) {
   l.threads = c.threads;
   l.items = c.items;
   l.fast = c.fast;
+  l.rows_per_thread = c.rows_per_thread;
   TUNABLE_CUDA_CHECK(kernels::launch_act_and_mul(p, a.prob.dtype, l, stream));
   return Status::ok();
 }

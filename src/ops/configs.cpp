@@ -27,6 +27,8 @@ bool is_items(int items, bool act) {
 
 bool threads_ok(int t) { return t >= 32 && t <= 1024 && t % 32 == 0; }
 
+bool is_cluster(int c) { return c == 2 || c == 4 || c == 8; }
+
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
   std::size_t begin = 0;
@@ -73,11 +75,14 @@ Status misaligned(const char* what, std::size_t bytes) {
 std::string config_name(const NormConfig& c) {
   const char* v = c.vec16 ? "vec16" : "scalar";
   if (c.staged) return fmt::format("rms_{}_staged_t{}", v, c.threads_per_row);
-  return fmt::format("rms_{}_t{}_r{}_i{}", v, c.threads_per_row, c.rows_per_block, c.items);
+  if (c.cluster > 1) return fmt::format("rms_{}_c{}_t{}_i{}", v, c.cluster, c.threads_per_row, c.items);
+  return fmt::format("rms_{}_t{}_r{}_i{}{}", v, c.threads_per_row, c.rows_per_block, c.items,
+                     c.early_weight ? "_ew" : "");
 }
 
 std::string config_name(const ActConfig& c) {
-  return fmt::format("act_{}_t{}_i{}{}", c.vec16 ? "vec16" : "scalar", c.threads, c.items,
+  return fmt::format("act_{}_t{}_i{}{}{}", c.vec16 ? "vec16" : "scalar", c.threads, c.items,
+                     c.rows_per_thread > 1 ? fmt::format("_r{}", c.rows_per_thread) : std::string(),
                      c.fast ? "_fastsigmoid" : "");
 }
 
@@ -93,11 +98,22 @@ std::optional<NormConfig> parse_norm_config(std::string_view name) {
     if (!threads_ok(c.threads_per_row)) return std::nullopt;
     return c;
   }
-  if (tok.size() != 5 || !parse_field(tok[2], 't', &c.threads_per_row) ||
+  if (!tok[2].empty() && tok[2][0] == 'c') {
+    if (!c.vec16 || tok.size() != 5 || !parse_field(tok[2], 'c', &c.cluster) ||
+        !parse_field(tok[3], 't', &c.threads_per_row) || !parse_field(tok[4], 'i', &c.items))
+      return std::nullopt;
+    if (!is_cluster(c.cluster) || !threads_ok(c.threads_per_row) || c.items > 2) return std::nullopt;
+    return c;
+  }
+  if (tok.size() == 6) {
+    if (tok[5] != "ew" || !c.vec16) return std::nullopt;
+    c.early_weight = true;
+  }
+  if ((tok.size() != 5 && tok.size() != 6) || !parse_field(tok[2], 't', &c.threads_per_row) ||
       !parse_field(tok[3], 'r', &c.rows_per_block) || !parse_field(tok[4], 'i', &c.items))
     return std::nullopt;
   if (!threads_ok(c.threads_per_row) || !is_items(c.items, false) ||
-      c.threads_per_row * c.rows_per_block > 1024)
+      c.threads_per_row * c.rows_per_block > 1024 || (c.early_weight && c.items > 4))
     return std::nullopt;
   return c;
 }
@@ -105,11 +121,18 @@ std::optional<NormConfig> parse_norm_config(std::string_view name) {
 std::optional<ActConfig> parse_act_config(std::string_view name) {
   const std::vector<std::string> tok = split(name, '_');
   ActConfig c;
-  if (tok.size() < 4 || tok.size() > 5 || tok[0] != "act" || !parse_vec(tok[1], &c.vec16) ||
+  if (tok.size() < 4 || tok.size() > 6 || tok[0] != "act" || !parse_vec(tok[1], &c.vec16) ||
       !parse_field(tok[2], 't', &c.threads) || !parse_field(tok[3], 'i', &c.items))
     return std::nullopt;
-  if (tok.size() == 5) {
-    if (tok[4] != "fastsigmoid") return std::nullopt;
+  std::size_t next = 4;
+  if (tok.size() > next && !tok[next].empty() && tok[next][0] == 'r') {
+    if (!parse_field(tok[next], 'r', &c.rows_per_thread) ||
+        (c.rows_per_thread != 2 && c.rows_per_thread != 4) || !c.vec16 || c.items != 1)
+      return std::nullopt;
+    ++next;
+  }
+  if (tok.size() > next) {
+    if (tok[next] != "fastsigmoid" || tok.size() != next + 1) return std::nullopt;
     c.fast = true;
   }
   if (!threads_ok(c.threads) || !is_items(c.items, true)) return std::nullopt;
@@ -156,9 +179,25 @@ Status config_fits(const NormArgs& a, const NormConfig& c) {
     }
   }
   if (c.staged) return Status::ok();
+  if ((c.cluster > 1 || c.early_weight) && !c.vec16)
+    return unsupported("cluster and early-weight candidates need 16-byte vectors");
+  const std::int64_t nvec = p.hidden / vec;
+  if (c.cluster > 1) {
+    if (!is_cluster(c.cluster)) return unsupported(fmt::format("cluster {} not in 2, 4, 8", c.cluster));
+    if (c.items != 1 && c.items != 2) return unsupported(fmt::format("cluster items {} not in 1, 2", c.items));
+    if (c.threads_per_row > norm_max_threads(c, p.dtype))
+      return unsupported(fmt::format("{} threads per block exceed the kernel's limit of {} at {} items",
+                                     c.threads_per_row, norm_max_threads(c, p.dtype), c.items));
+    if (ceil_div(ceil_div(nvec, c.cluster), c.items) > c.threads_per_row)
+      return unsupported(fmt::format("hidden {} needs {} vectors per block of a {}-block cluster, more "
+                                     "than {} threads x {} items", p.hidden, ceil_div(nvec, c.cluster),
+                                     c.cluster, c.threads_per_row, c.items));
+    if (p.rows * c.cluster > 0x7fffffff) return unsupported("too many rows for a cluster launch");
+    return Status::ok();
+  }
+  if (c.early_weight && c.items > 4) return unsupported("early-weight items must be 1, 2 or 4");
   if (!is_items(c.items, false)) return unsupported(fmt::format("items {} not in 1, 2, 4, 8", c.items));
   if (c.rows_per_block < 1) return unsupported("rows per block must be >= 1");
-  const std::int64_t nvec = p.hidden / vec;
   if (ceil_div(nvec, c.items) > c.threads_per_row)
     return unsupported(fmt::format("hidden {} needs {} vectors per row, more than {} threads x {} items",
                                    p.hidden, nvec, c.threads_per_row, c.items));
@@ -175,6 +214,10 @@ Status config_fits(const ActArgs& a, const ActConfig& c) {
   if (!threads_ok(c.threads) || c.threads > kernels::kActMaxThreads)
     return unsupported(fmt::format("threads {} is not a multiple of 32 in [32, 1024]", c.threads));
   if (!is_items(c.items, true)) return unsupported(fmt::format("items {} not in 1, 2, 4", c.items));
+  if (c.rows_per_thread != 1 &&
+      (!c.vec16 || c.items != 1 || (c.rows_per_thread != 2 && c.rows_per_thread != 4)))
+    return unsupported(fmt::format("rows per thread {} needs 16-byte vectors, items 1 and 2 or 4",
+                                   c.rows_per_thread));
   if (c.vec16) {
     if (p.d % vec != 0)
       return unsupported(fmt::format("d {} is not a multiple of {} ({}-element 16-byte vectors)", p.d, vec, vec));
@@ -205,6 +248,15 @@ NormConfig default_config(const NormArgs& a) {
     if (c.items == 3) c.items = 4;
     c.rows_per_block = static_cast<int>(std::min<std::int64_t>(8, rows_bucket(p.rows)));
     return c;
+  }
+  // 512 < rows <= 2048 (H100, 2026-11-21): 4 vectors per thread won at hidden 4096 (t128, 4 rows
+  // per block at 1024 rows, 2 at 2048), 8192 (t256_r1) and 16384 (t512_r1): fewer, fuller threads.
+  if (p.rows > 512 && p.rows <= 2048 && c.vec16 && nvec >= 4 * 128) {
+    NormConfig t = c;
+    t.items = 4;
+    t.threads_per_row = static_cast<int>(round_up(ceil_div(nvec, 4), 32));
+    t.rows_per_block = t.threads_per_row <= 128 ? (p.rows <= 1024 ? 4 : 2) : 1;
+    if (t.threads_per_row * t.rows_per_block <= norm_max_threads(t, p.dtype)) return t;
   }
   const std::int64_t cap = few_rows ? 1024 : 512;
   for (int items : kernels::kRmsNormItems) {
@@ -256,6 +308,33 @@ std::vector<NormConfig> candidate_configs(const NormArgs& a) {
       out.push_back(c);
     }
   }
+  // The same register configurations with the weight loaded together with the row (one memory
+  // round trip before the reduction instead of two; more registers live).
+  if (vec16) {
+    const std::size_t n = out.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].items > 4) continue;
+      NormConfig c = out[i];
+      c.early_weight = true;
+      out.push_back(c);
+    }
+  }
+  // Few rows of long rows: a row split over a 2-8 block cluster (DSMEM reduction), so up to 8x as
+  // many SMs move the bytes. Not worth it when one block of 256 threads covers the row at 1 item.
+  if (vec16 && rows <= 256 && nvec > 256) {
+    for (int cluster : {2, 4, 8}) {
+      for (int items : {1, 2}) {
+        NormConfig c;
+        c.vec16 = true;
+        c.cluster = cluster;
+        c.items = items;
+        const std::int64_t tpb = round_up(ceil_div(ceil_div(nvec, cluster), items), 32);
+        if (tpb < 64 || tpb > norm_max_threads(c, p.dtype)) continue;
+        c.threads_per_row = static_cast<int>(tpb);
+        out.push_back(c);
+      }
+    }
+  }
   for (int threads : {256, 512, 1024}) {
     if (threads > 256 && threads / 2 > nvec) break;  // most threads would idle
     NormConfig c;
@@ -278,6 +357,17 @@ std::vector<ActConfig> candidate_configs(const ActArgs& a) {
         // A block spanning more than twice the row leaves most of its threads idle.
         if (!(threads == 64 && items == 1) && threads * items > 2 * round_up(nvec, 32)) continue;
         out.push_back(ActConfig{vec16, threads, items, fast});
+      }
+    }
+    // Many rows: each thread one vector column of 2 or 4 rows, all loads issued first.
+    if (vec16 && rows_bucket(p.rows) >= 128) {
+      for (int rpt : {2, 4}) {
+        for (int threads : {128, 256, 512}) {
+          if (threads > 2 * round_up(nvec, 32)) continue;
+          ActConfig c{vec16, threads, 1, fast};
+          c.rows_per_thread = rpt;
+          out.push_back(c);
+        }
       }
     }
   }

@@ -8,8 +8,11 @@
 // rows rounded up to a power of two: "rows_1024_hidden_4096" (norms), "rows_16_d_14336" (act).
 // Candidate names are generated from a config and parsed back by its inverse:
 //   rms_<vec16|scalar>_t<threads per row>_r<rows per block>_i<items>
+//   rms_vec16_t<threads per row>_r<rows per block>_i<items>_ew   (weight loaded with the row)
+//   rms_vec16_c<cluster blocks per row>_t<threads per block>_i<items>   (sm_90 cluster)
 //   rms_<vec16|scalar>_staged_t<threads>
 //   act_<vec16|scalar>_t<threads>_i<items>[_fastsigmoid]
+//   act_vec16_t<threads>_i1_r<rows per thread>[_fastsigmoid]
 #pragma once
 
 #include <cstdint>
@@ -100,9 +103,12 @@ struct NormConfig {
   int threads_per_row = 256; ///< a multiple of 32, <= 1024
   int rows_per_block = 1;    ///< register kernel only
   int items = 1;             ///< vectors cached per thread (1, 2, 4, 8); register kernel only
+  bool early_weight = false; ///< register kernel (vec16, items <= 4): weight loads issued with the row's
+  int cluster = 1;           ///< 2, 4, 8: a row split over a cluster of blocks (vec16, items 1-2, sm_90)
   bool operator==(const NormConfig& o) const {
     return vec16 == o.vec16 && staged == o.staged && threads_per_row == o.threads_per_row &&
-           rows_per_block == o.rows_per_block && items == o.items;
+           rows_per_block == o.rows_per_block && items == o.items &&
+           early_weight == o.early_weight && cluster == o.cluster;
   }
 };
 
@@ -111,8 +117,10 @@ struct ActConfig {
   int threads = 256;  ///< a multiple of 32, <= 1024
   int items = 1;      ///< vectors per thread (1, 2, 4)
   bool fast = false;  ///< exp2-based sigmoid
+  int rows_per_thread = 1;  ///< 2 or 4: the rows kernel (vec16, items 1)
   bool operator==(const ActConfig& o) const {
-    return vec16 == o.vec16 && threads == o.threads && items == o.items && fast == o.fast;
+    return vec16 == o.vec16 && threads == o.threads && items == o.items && fast == o.fast &&
+           rows_per_thread == o.rows_per_thread;
   }
 };
 

@@ -6,12 +6,24 @@
 namespace tunable {
 namespace {
 
+/// Device conditions beyond config_fits (which is host-only): the cluster kernels need sm_90.
+Status runs_here(const NormConfig& c) {
+  if (c.cluster > 1 && !cluster_candidates_supported())
+    return Status(StatusCode::kNotSupported,
+                  "thread-block cluster candidates need an sm_90 device and sm_90 device code");
+  return Status::ok();
+}
+Status runs_here(const ActConfig&) { return Status::ok(); }
+
 template <class Args, class Config>
 class ConfigSolution final : public Solution<Args> {
  public:
   explicit ConfigSolution(const Config& c) : c_(c), name_(config_name(c)) {}
   const std::string& name() const override { return name_; }
-  Status can_implement(const Args& a) const override { return config_fits(a, c_); }
+  Status can_implement(const Args& a) const override {
+    Status st = config_fits(a, c_);
+    return st.is_ok() ? runs_here(c_) : st;
+  }
   Status run(const Args& a, void*, std::size_t, Stream stream) const override {
     return launch_fused_op(a, c_, stream);
   }
@@ -42,7 +54,10 @@ class ConfigProvider final : public Provider<Args> {
   ConfigProvider(std::string name, Parse parse) : name_(std::move(name)), parse_(parse) {}
   std::string name() const override { return name_; }
   Status enumerate(const Args& a, std::vector<SolutionPtr<Args>>* out) const override {
-    for (const Config& c : candidate_configs(a)) out->push_back(std::make_shared<ConfigSolution<Args, Config>>(c));
+    for (const Config& c : candidate_configs(a)) {
+      if (!runs_here(c).is_ok()) continue;  // e.g. cluster candidates below sm_90
+      out->push_back(std::make_shared<ConfigSolution<Args, Config>>(c));
+    }
     return Status::ok();
   }
   SolutionPtr<Args> from_name(const std::string& name, const Args&) const override {

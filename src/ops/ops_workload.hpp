@@ -15,6 +15,10 @@ namespace tunable {
 Status launch_fused_op(const NormArgs& a, const NormConfig& c, Stream stream);
 Status launch_fused_op(const ActArgs& a, const ActConfig& c, Stream stream);
 
+/// Whether the cluster candidates (NormConfig::cluster > 1) can run on the current device: sm_90
+/// device code and compute capability >= 9.0 (of the current device).
+bool cluster_candidates_supported();
+
 /// Per-dtype tolerance of outputs in the input dtype (in units of rms(reference), relative).
 /// FP8 outputs are checked differently: within one e4m3 ULP of the reference's quantization.
 Tolerance fused_tolerance(DataType dtype);

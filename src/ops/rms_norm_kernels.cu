@@ -29,8 +29,14 @@ Status launch_fused_op(const NormArgs& a, const NormConfig& c, Stream stream) {
   l.threads_per_row = c.threads_per_row;
   l.rows_per_block = c.rows_per_block;
   l.items = c.items;
+  l.early_weight = c.early_weight;
+  l.cluster = c.cluster;
   TUNABLE_CUDA_CHECK(kernels::launch_rms_norm(p, a.prob.dtype, l, stream));
   return Status::ok();
+}
+
+bool cluster_candidates_supported() {
+  return kernels::rms_norm_cluster_supported();  // caches the build half, queries the device
 }
 
 }  // namespace tunable

@@ -37,7 +37,10 @@ std::vector<SolutionPtr<GemmArgs>> enumerate_ok(const GemmArgs& a) {
 
 TEST(SkinnyNames, EveryVariantRoundTrips) {
   const auto names = skinny_gemm_variant_names();
-  EXPECT_EQ(names.size(), 180u);  // 3 dtypes x (6 gemv + 4 mma shapes) x 6 split settings
+  // 3 dtypes x (6 gemv + 4 mma shapes) x 6 split settings, then round 2: 3 dtypes x 4 mmap shapes
+  // x 6 split settings and 3 dtypes x (6 gemv + 4 mma + 4 mmap shapes) x 2 wave targets.
+  // Then 3 dtypes x 4 mmap shapes x 2 cluster sizes.
+  EXPECT_EQ(names.size(), 180u + 72u + 84u + 24u);
   const std::set<std::string> unique(names.begin(), names.end());
   EXPECT_EQ(unique.size(), names.size());
   const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
@@ -48,9 +51,19 @@ TEST(SkinnyNames, EveryVariantRoundTrips) {
   }
   EXPECT_NE(unique.count("skinny_gemv_bf16_r1_t256_ksauto"), 0u);
   EXPECT_NE(unique.count("skinny_mma_fp8e4m3_bm32_wk8_ks16"), 0u);
+  EXPECT_NE(unique.count("skinny_mmap_bf16_bm16_wk8_ks1"), 0u);
+  EXPECT_NE(unique.count("skinny_mmap_fp8e4m3_bm32_wk4_ksw4"), 0u);
+  EXPECT_NE(unique.count("skinny_gemv_fp16_r2_t256_ksw2"), 0u);
+  EXPECT_NE(unique.count("skinny_mma_bf16_bm16_wk8_ksw2"), 0u);
+  EXPECT_NE(unique.count("skinny_mmap_fp8e4m3_bm32_wk8_ksc4"), 0u);
+  // The first 180 names are the round-1 list, unchanged and in its order.
+  EXPECT_EQ(names[0], "skinny_gemv_bf16_r1_t128_ksauto");
+  EXPECT_EQ(names[179], "skinny_mma_fp8e4m3_bm32_wk8_ks16");
   // Fixed splits outside the enumerated set still parse (a results file may hold them).
   EXPECT_NE(skinny_gemm_provider()->from_name("skinny_mma_fp16_bm16_wk4_ks3", any), nullptr);
   EXPECT_NE(skinny_gemm_provider()->from_name("skinny_gemv_fp16_r4_t128_ks64", any), nullptr);
+  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_mmap_fp16_bm32_wk8_ks3", any), nullptr);
+  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_gemv_bf16_r4_t128_ksw8", any), nullptr);
 }
 
 TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
@@ -62,7 +75,14 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
                           "skinny_gemv_bf16_bm16_wk4_ks1", "skinny_mma_bf16_r1_t256_ks1",
                           "skinny_mma_bf16_bm64_wk4_ks1", "skinny_mma_bf16_bm16_wk2_ks1",
                           "skinny_mma_fp8e5m2_bm16_wk4_ks1", "skinny_mma_bf16_bm16_wk4_ks1_x",
-                          "xskinny_mma_bf16_bm16_wk4_ks1"}) {
+                          "xskinny_mma_bf16_bm16_wk4_ks1", "skinny_mmap_bf16_r1_t256_ks1",
+                          "skinny_mmap_bf16_bm64_wk4_ks1", "skinny_mma_bf16_bm16_wk4_ksw0",
+                          "skinny_mma_bf16_bm16_wk4_ksw9", "skinny_mma_bf16_bm16_wk4_ksw02",
+                          "skinny_mma_bf16_bm16_wk4_ksw", "skinny_gemv_bf16_r1_t256_ksWauto",
+                          "skinny_mmapp_bf16_bm16_wk4_ks1", "skinny_mmap_bf16_bm16_wk4_ksw2x",
+                          "skinny_mma_bf16_bm16_wk4_ksc2", "skinny_gemv_bf16_r1_t256_ksc2",
+                          "skinny_mmap_bf16_bm16_wk4_ksc3", "skinny_mmap_bf16_bm16_wk4_ksc8",
+                          "skinny_mmap_bf16_bm16_wk4_ksc0", "skinny_mmap_bf16_bm16_wk4_ksc"}) {
     EXPECT_EQ(skinny_gemm_provider()->from_name(bad, any), nullptr) << bad;
   }
 }
@@ -84,7 +104,7 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
         EXPECT_GE(sols.size(), rows * tokens * 4 * 2 > (std::int64_t{32} << 20) ? 8u : 10u) << what;
         EXPECT_LE(sols.size(), 40u) << what;
         std::set<std::string> seen;
-        bool gemv = false, mma = false;
+        bool gemv = false, mma = false, mmap = false;
         for (const auto& s : sols) {
           EXPECT_TRUE(seen.insert(s->name()).second) << "duplicate " << s->name();
           const Status st = s->can_implement(a);
@@ -95,9 +115,11 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
           EXPECT_EQ(back->name(), s->name());
           gemv |= s->name().rfind("skinny_gemv_", 0) == 0;
           mma |= s->name().rfind("skinny_mma_", 0) == 0;
+          mmap |= s->name().rfind("skinny_mmap_", 0) == 0;
         }
         EXPECT_EQ(gemv, tokens <= 8) << what;
         EXPECT_TRUE(mma) << what;
+        EXPECT_TRUE(mmap) << what;
       }
     }
   }
@@ -113,6 +135,13 @@ TEST(SkinnyNames, WorkspaceMatchesSplits) {
   const std::size_t autos = p->from_name("skinny_gemv_bf16_r1_t256_ksauto", a)->workspace_bytes(a);
   EXPECT_GT(autos, 0u);
   EXPECT_LE(autos, std::size_t{64} * 4 * 8 * 2048);
+  // Wave-balanced: partial traffic at most 1/8 of the weight (k * 2 / (64 * n) = 8 splits here).
+  EXPECT_EQ(p->from_name("skinny_mmap_bf16_bm16_wk8_ksw2", a)->workspace_bytes(a), 8u * 4 * 8 * 2048);
+  EXPECT_EQ(p->from_name("skinny_gemv_bf16_r1_t256_ksw4", a)->workspace_bytes(a), 8u * 4 * 8 * 2048);
+  const GemmArgs big = tn_problem(DataType::kBF16, 2048, 64, 2048);  // cap 1: no workspace
+  EXPECT_EQ(p->from_name("skinny_mma_bf16_bm16_wk8_ksw2", big)->workspace_bytes(big), 0u);
+  // Cluster split-K reduces in distributed shared memory.
+  EXPECT_EQ(p->from_name("skinny_mmap_bf16_bm16_wk8_ksc4", a)->workspace_bytes(a), 0u);
 }
 
 TEST(SkinnyNames, EnumerationRefusesOutOfScopeProblems) {

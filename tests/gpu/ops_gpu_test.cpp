@@ -434,11 +434,23 @@ TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
   const NormArgs a = run.args();
   const std::vector<SolutionPtr<NormArgs>> cands = all_candidates(a);
   ASSERT_GT(cands.size(), 1u);
+  bool cluster = false, early = false;
   for (const auto& sol : cands) {
     ASSERT_OK(sol->can_implement(a));
     ASSERT_NO_FATAL_FAILURE(run.reset());
     ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
     run.check(sol->name());
+    cluster |= sol->name().find("_c") != std::string::npos;
+    early |= sol->name().find("_ew") != std::string::npos;
+  }
+  // The new variants must not be filtered out silently where they apply (vec16 rows).
+  const NormCase& c = GetParam();
+  if (c.hidden % 8 == 0 && c.hidden >= 4096) {
+    EXPECT_TRUE(early) << "no early-weight candidate";
+    int dev = 0, major = 0;
+    ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+    if (major >= 9 && c.rows <= 256) EXPECT_TRUE(cluster) << "no cluster candidate on an sm_90+ device";
   }
 }
 
@@ -589,7 +601,7 @@ std::vector<ActCase> act_candidate_cases() {
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
     for (Activation act : {Activation::kSilu, Activation::kGeluTanh})
       for (std::int64_t d : {24, 4096, 4100})
-        for (std::int64_t r : {1, 37, 1024}) {
+        for (std::int64_t r : {1, 37, 130, 1024}) {
           out.push_back(ActCase{t, act, Fp8Scaling::kNone, r, d});
           if (t == DataType::kBF16) out.push_back(ActCase{t, act, Fp8Scaling::kStatic, r, d});
         }
@@ -604,15 +616,18 @@ TEST_P(ActCandidatesTest, EveryCandidateMatchesReference) {
   const ActArgs a = run.args();
   const std::vector<SolutionPtr<ActArgs>> cands = all_candidates(a);
   ASSERT_GT(cands.size(), 1u);
-  bool fast = false;
+  bool fast = false, rows_variant = false;
   for (const auto& sol : cands) {
     ASSERT_OK(sol->can_implement(a));
     ASSERT_NO_FATAL_FAILURE(run.reset());
     ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
     run.check(sol->name());
     fast |= sol->name().find("_fastsigmoid") != std::string::npos;
+    rows_variant |= sol->name().find("_r") != std::string::npos;
   }
   EXPECT_TRUE(fast) << "the exp2-based sigmoid candidates were not among the candidates";
+  const ActCase& c = GetParam();
+  if (c.d == 4096 && c.rows >= 128) EXPECT_TRUE(rows_variant) << "no rows-per-thread candidate";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, ActCandidatesTest, ::testing::ValuesIn(act_candidate_cases()),

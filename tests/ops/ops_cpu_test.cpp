@@ -3,6 +3,7 @@
 // the candidate lists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -178,6 +179,50 @@ TEST(OpsConfigNames, NormRoundTrip) {
   }
 }
 
+TEST(OpsConfigNames, NormEarlyWeightAndClusterRoundTrip) {
+  NormConfig e;
+  e.threads_per_row = 128;
+  e.rows_per_block = 4;
+  e.items = 4;
+  e.early_weight = true;
+  EXPECT_EQ(config_name(e), "rms_vec16_t128_r4_i4_ew");
+  auto back = parse_norm_config("rms_vec16_t128_r4_i4_ew");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == e);
+  NormConfig k;
+  k.cluster = 4;
+  k.threads_per_row = 256;
+  k.items = 2;
+  EXPECT_EQ(config_name(k), "rms_vec16_c4_t256_i2");
+  back = parse_norm_config("rms_vec16_c4_t256_i2");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == k);
+  for (const char* bad : {"rms_vec16_t128_r4_i8_ew", "rms_scalar_t128_r4_i4_ew", "rms_vec16_t128_r4_i4_x",
+                          "rms_vec16_c3_t256_i1", "rms_vec16_c16_t256_i1", "rms_scalar_c4_t256_i1",
+                          "rms_vec16_c4_t256_i4", "rms_vec16_c4_t256", "rms_vec16_c4_r1_t256_i1"}) {
+    EXPECT_FALSE(parse_norm_config(bad).has_value()) << bad;
+  }
+}
+
+TEST(OpsConfigNames, ActRowsRoundTrip) {
+  ActConfig c{true, 256, 1, true};
+  c.rows_per_thread = 4;
+  EXPECT_EQ(config_name(c), "act_vec16_t256_i1_r4_fastsigmoid");
+  auto back = parse_act_config("act_vec16_t256_i1_r4_fastsigmoid");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == c);
+  c.fast = false;
+  c.rows_per_thread = 2;
+  EXPECT_EQ(config_name(c), "act_vec16_t256_i1_r2");
+  back = parse_act_config("act_vec16_t256_i1_r2");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == c);
+  for (const char* bad : {"act_vec16_t256_i2_r2", "act_scalar_t256_i1_r2", "act_vec16_t256_i1_r3",
+                          "act_vec16_t256_i1_fastsigmoid_r2", "act_vec16_t256_i1_r2_r2", "act_vec16_t256_i1_r"}) {
+    EXPECT_FALSE(parse_act_config(bad).has_value()) << bad;
+  }
+}
+
 TEST(OpsConfigNames, ActRoundTrip) {
   const ActConfig c{true, 128, 2, true};
   EXPECT_EQ(config_name(c), "act_vec16_t128_i2_fastsigmoid");
@@ -324,7 +369,7 @@ TEST(OpsDefault, NormDefaultFitsEveryProblem) {
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
     for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kDynamicPerToken})
       for (std::int64_t h : hidden_sizes())
-        for (std::int64_t rows : {1, 64, 65, 4096})
+        for (std::int64_t rows : {1, 64, 65, 1024, 2048, 4096})
           for (bool misaligned : {false, true}) {
             NormArgs a = norm_args(t, true, rows, h, f);
             if (misaligned) a.x = fake(0x100000 + size_of(t));
@@ -343,6 +388,12 @@ TEST(OpsDefault, NormDefaultPicks) {
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 128))), "rms_vec16_t32_r8_i1");
   EXPECT_FALSE(default_config(norm_args(DataType::kBF16, true, 16, 4100)).vec16);
   EXPECT_TRUE(default_config(norm_args(DataType::kBF16, true, 16, 1 << 20)).staged);
+  // 512 < rows <= 2048: the measured H100 winners (bench/results/2026-11-21-h100-fused-ops).
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 4096))), "rms_vec16_t128_r4_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 2048, 4096))), "rms_vec16_t128_r2_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 8192))), "rms_vec16_t256_r1_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 16384))), "rms_vec16_t512_r1_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 128, 4096))), "rms_vec16_t512_r1_i1");
 }
 
 TEST(OpsDefault, ActDefaultFitsEveryProblem) {
@@ -397,6 +448,35 @@ TEST(OpsCandidates, ActCandidatesFitAndParseBack) {
       }
       EXPECT_TRUE(fast && accurate) << "both sigmoid flavours are candidates";
     }
+}
+
+TEST(OpsCandidates, NewVariantsAreCandidatesWhereTheyShouldBe) {
+  auto count = [](const std::vector<NormConfig>& cs, bool ew, bool cl) {
+    return std::count_if(cs.begin(), cs.end(), [&](const NormConfig& c) {
+      return (!ew || c.early_weight) && (!cl || c.cluster > 1);
+    });
+  };
+  EXPECT_GT(count(candidate_configs(norm_args(DataType::kBF16, true, 1, 16384)), false, true), 0);
+  EXPECT_GT(count(candidate_configs(norm_args(DataType::kBF16, true, 16, 4096)), false, true), 0);
+  EXPECT_EQ(count(candidate_configs(norm_args(DataType::kBF16, true, 1024, 4096)), false, true), 0);
+  EXPECT_EQ(count(candidate_configs(norm_args(DataType::kBF16, true, 16, 4100)), false, true), 0);
+  EXPECT_GT(count(candidate_configs(norm_args(DataType::kBF16, true, 1024, 4096)), true, false), 0);
+  for (std::int64_t d : {8, 24, 4096, 8192, 14336}) {
+    const ActArgs a = act_args(DataType::kBF16, 1024, d);
+    std::set<std::string> names;
+    int rows = 0;
+    for (const ActConfig& c : candidate_configs(a)) {
+      const std::string n = config_name(c);
+      EXPECT_TRUE(names.insert(n).second) << "duplicate " << n;
+      EXPECT_TRUE(config_fits(a, c).is_ok()) << n;
+      auto back = parse_act_config(n);
+      ASSERT_TRUE(back.has_value()) << n;
+      EXPECT_TRUE(*back == c) << n;
+      rows += c.rows_per_thread > 1;
+    }
+    if (d >= 4096) EXPECT_GT(rows, 0) << "d " << d;
+  }
+  for (const ActConfig& c : candidate_configs(act_args(DataType::kBF16, 64, 8192))) EXPECT_EQ(c.rows_per_thread, 1);
 }
 
 TEST(OpsCandidates, Vec16RejectsMisalignedWithReason) {

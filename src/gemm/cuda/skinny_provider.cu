@@ -26,7 +26,15 @@ constexpr int kMaxSplits = 64;
 constexpr std::int64_t kMaxGemvTokens = 8;
 constexpr std::int64_t kMaxMmaTokens = 64;
 
-enum class Family { kGemv, kMma };
+/// kMmaPipe: the MMA kernel with two register stages of weight loads (skinny_mmap_kernel).
+enum class Family { kGemv, kMma, kMmaPipe };
+
+/// Largest wave target of the wave-balanced split policy (ks w<W>).
+constexpr int kMaxWaves = 8;
+
+const char* family_name(Family f) {
+  return f == Family::kGemv ? "gemv" : f == Family::kMma ? "mma" : "mmap";
+}
 
 struct SkinnyConfig {
   Family family = Family::kGemv;
@@ -34,18 +42,27 @@ struct SkinnyConfig {
   int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32)
   int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8)
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
+  int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
+  int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
 
   std::string name() const {
-    const std::string ks = splits == 0 ? "auto" : std::to_string(splits);
+    const std::string ks = splits != 0    ? std::to_string(splits)
+                           : waves != 0   ? fmt::format("w{}", waves)
+                           : cluster != 0 ? fmt::format("c{}", cluster)
+                                          : std::string("auto");
     if (family == Family::kGemv)
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
-    return fmt::format("skinny_mma_{}_bm{}_wk{}_ks{}", short_name(dtype), rows, width, ks);
+    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}", family_name(family), short_name(dtype), rows,
+                       width, ks);
   }
 
   bool valid() const {
     if (dtype != DataType::kBF16 && dtype != DataType::kF16 && dtype != DataType::kF8E4M3)
       return false;
     if (splits < 0 || splits > kMaxSplits) return false;
+    if (waves < 0 || waves > kMaxWaves || (waves != 0 && splits != 0)) return false;
+    if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
+    if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
     return (rows == 16 || rows == 32) && (width == 4 || width == 8);
@@ -54,17 +71,20 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|[0-9]{1,2})$");
+        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
-    c.family = m[1] == "gemv" ? Family::kGemv : Family::kMma;
+    c.family = m[1] == "gemv" ? Family::kGemv : m[1] == "mma" ? Family::kMma : Family::kMmaPipe;
     const auto t = parse_data_type(m[2].str());
     if (!t) return std::nullopt;
     c.dtype = *t;
     c.rows = std::stoi(m[4].str());
     c.width = std::stoi(m[6].str());
-    c.splits = m[7] == "auto" ? 0 : std::stoi(m[7].str());
+    const std::string ks = m[7].str();
+    c.splits = ks == "auto" || ks[0] == 'w' || ks[0] == 'c' ? 0 : std::stoi(ks);
+    c.waves = ks[0] == 'w' ? std::stoi(ks.substr(1)) : 0;
+    c.cluster = ks[0] == 'c' ? std::stoi(ks.substr(1)) : 0;
     // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
     if (!c.valid() || c.name() != s) return std::nullopt;
     return c;
@@ -129,9 +149,18 @@ std::int64_t auto_split_cap(const SkinnyConfig& c, const GemmDesc& d) {
   return std::max<std::int64_t>(1, std::min({traffic, ws, granules, std::int64_t{kMaxSplits}}));
 }
 
+/// Split bound of the wave-balanced policy: tighter on partial traffic than auto (at most 1/8 of
+/// the weight bytes: 2 * s * n * m * 4 <= m * k * e / 8), same workspace and granule bounds.
+std::int64_t wave_split_cap(const SkinnyConfig& c, const GemmDesc& d) {
+  const std::int64_t traffic = d.k * static_cast<std::int64_t>(size_of(d.dtype)) / (64 * d.n);
+  return std::max<std::int64_t>(1, std::min(traffic, auto_split_cap(c, d)));
+}
+
 /// Most splits a run of `c` on `d` can use (what the workspace is sized for).
 std::int64_t split_bound(const SkinnyConfig& c, const GemmDesc& d) {
-  return c.splits == 0 ? auto_split_cap(c, d) : c.splits;
+  if (c.cluster != 0) return 1;  // reduced in distributed shared memory: no workspace
+  if (c.splits != 0) return c.splits;
+  return c.waves != 0 ? wave_split_cap(c, d) : auto_split_cap(c, d);
 }
 
 kern::SkinnyIn skinny_in(DataType t) {
@@ -228,15 +257,19 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.out = skinny_out(d.out_dtype);
     p.act = skinny_act(d.epilogue);
     l.splits = cfg_.splits;
-    l.max_splits = static_cast<int>(auto_split_cap(cfg_, d));
+    l.waves = cfg_.waves;
+    l.cluster = cfg_.cluster;
+    l.max_splits = static_cast<int>(cfg_.waves != 0 ? wave_split_cap(cfg_, d) : auto_split_cap(cfg_, d));
     l.partial_bytes = workspace == nullptr ? 0 : workspace_bytes;
 
     const cudaError_t e =
         cfg_.family == Family::kGemv
             ? kern::skinny_gemv(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
-            : kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream);
+        : cfg_.family == Family::kMma
+            ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
+            : kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream);
     if (e == cudaErrorNotSupported)
-      return not_supported(fmt::format("{}: this device or build lacks the tensor-core code it needs (sm_80+, fp8 sm_89+)", name_));
+      return not_supported(fmt::format("{}: this device or build lacks the tensor-core code it needs (sm_80+, fp8 sm_89+, clusters sm_90+)", name_));
     TUNABLE_CUDA_CHECK(e);
     return Status::ok();
   }
@@ -249,10 +282,21 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// The variants worth timing for `d` (before can_implement filtering): for n <= 8 the GEMV family
 /// (every block shape with automatic splits, plus fixed splits for the two widest) and the MMA
 /// family; above 8 tokens the MMA family with automatic and fixed splits.
+///
+/// Added after the first H100 run (bench/NOTES-skinny.md, "Round 2"): the pipelined MMA kernel
+/// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
+/// that won there, and cluster split-K of mmap (ksc2/ksc4); at most 36 (n <= 8) and 34 (n > 8)
+/// before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
     out.push_back(SkinnyConfig{f, d.dtype, rows, width, splits});
+  };
+  auto add_waves = [&](Family f, int rows, int width, int waves) {
+    out.push_back(SkinnyConfig{f, d.dtype, rows, width, 0, waves});
+  };
+  auto add_cluster = [&](int rows, int width, int cluster) {
+    out.push_back(SkinnyConfig{Family::kMmaPipe, d.dtype, rows, width, 0, 0, cluster});
   };
   if (d.n <= kMaxGemvTokens) {
     for (int r : {1, 2, 4})
@@ -265,12 +309,36 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
       add(Family::kMma, 16, 8, s);
       add(Family::kMma, 32, 4, s);
     }
+    // Round 2 (10): pipelined MMA, wave-balanced splits.
+    for (int bm : {16, 32})
+      for (int wk : {4, 8}) add(Family::kMmaPipe, bm, wk, 1);
+    add(Family::kMmaPipe, 16, 8, 0);
+    add_waves(Family::kMmaPipe, 16, 8, 2);
+    add_waves(Family::kMmaPipe, 32, 4, 2);
+    add_waves(Family::kGemv, 1, 256, 2);
+    add_waves(Family::kGemv, 2, 256, 2);
+    add_waves(Family::kMma, 16, 8, 2);
+    add_cluster(16, 8, 2);
+    add_cluster(32, 4, 4);
   } else {
     for (int bm : {16, 32})
       for (int wk : {4, 8}) {
         add(Family::kMma, bm, wk, 0);
         for (int s : {1, 2, 4, 8}) add(Family::kMma, bm, wk, s);
       }
+    // Round 2 (12): pipelined MMA, wave-balanced splits.
+    for (int bm : {16, 32})
+      for (int wk : {4, 8}) add(Family::kMmaPipe, bm, wk, 1);
+    add(Family::kMmaPipe, 16, 8, 0);
+    add(Family::kMmaPipe, 32, 4, 0);
+    add_waves(Family::kMmaPipe, 16, 8, 2);
+    add_waves(Family::kMmaPipe, 16, 8, 4);
+    add_waves(Family::kMmaPipe, 32, 4, 2);
+    add_waves(Family::kMma, 16, 8, 2);
+    add_waves(Family::kMma, 16, 8, 4);
+    add_waves(Family::kMma, 32, 4, 2);
+    add_cluster(16, 8, 2);
+    add_cluster(32, 4, 4);
   }
   return out;
 }
@@ -313,6 +381,25 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int bm : {16, 32})
         for (int wk : {4, 8}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, s}.name());
     }
+  }
+  // Round 2, after the first lists (whose order stays as it was): the pipelined MMA family with the
+  // same split settings, then the wave-balanced policy (w2, w4) for every family and shape.
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (int s : {0, 1, 2, 4, 8, 16})
+      for (int bm : {16, 32})
+        for (int wk : {4, 8}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, s}.name());
+    for (int w : {2, 4}) {
+      for (int r : {1, 2, 4})
+        for (int th : {128, 256}) names.push_back(SkinnyConfig{Family::kGemv, t, r, th, 0, w}.name());
+      for (Family f : {Family::kMma, Family::kMmaPipe})
+        for (int bm : {16, 32})
+          for (int wk : {4, 8}) names.push_back(SkinnyConfig{f, t, bm, wk, 0, w}.name());
+    }
+    // Cluster split-K of the pipelined MMA kernel (ksc2, ksc4).
+    for (int c : {2, 4})
+      for (int bm : {16, 32})
+        for (int wk : {4, 8})
+          names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, 0, c}.name());
   }
   return names;
 }
