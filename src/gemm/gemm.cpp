@@ -9,11 +9,19 @@
 namespace tunable {
 namespace {
 
+// Everything op_signature() encodes, packed into an integer (the GEMM family's key space).
+std::int64_t op_key(const GemmDesc& d) {
+  return (std::int64_t{1} << 40) | (static_cast<std::int64_t>(d.op) << 24) |
+         (static_cast<std::int64_t>(d.dtype) << 16) | (static_cast<std::int64_t>(d.out_dtype) << 8) |
+         (d.transa == Transpose::kT ? 2 : 0) | (d.transb == Transpose::kT ? 1 : 0);
+}
+
 Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
   ContextImpl& c = ctx.impl();
-  const std::string sig = op_signature(d);
   // Hot path: the op exists; its hooks (providers, handles) were built once.
-  if ((*op = c.find_op<TunableOp<GemmArgs>>(sig)) != nullptr) return Status::ok();
+  const std::int64_t key = op_key(d);
+  if ((*op = c.find_op<TunableOp<GemmArgs>>(key)) != nullptr) return Status::ok();
+  const std::string sig = op_signature(d);
   OpHooks<GemmArgs> hooks;
   hooks.op_signature = sig;
   hooks.key = gemm_key;
@@ -26,7 +34,7 @@ Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
   } else {
     TUNABLE_RETURN_IF_ERROR(cuda_gemm_hooks(c, d, &hooks));
   }
-  *op = &c.op<TunableOp<GemmArgs>>(hooks.op_signature, [&] {
+  *op = &c.op<TunableOp<GemmArgs>>(hooks.op_signature, key, [&] {
     return std::make_unique<TunableOp<GemmArgs>>(c, std::move(hooks));
   });
   return Status::ok();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <typeindex>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
@@ -77,12 +78,25 @@ class ContextImpl {
     return *static_cast<T*>(slot.get());
   }
 
-  /// The op registered under `op_signature`, or nullptr.
+  /// The op registered under the integer `key` (a caller-chosen compact form of its signature,
+  /// so the hot path formats no string), or nullptr.
   template <class Op>
-  Op* find_op(const std::string& op_signature) {
+  Op* find_op(std::int64_t key) {
     std::lock_guard<std::mutex> lock(ops_mu_);
-    auto it = ops_.find(op_signature);
-    return it == ops_.end() ? nullptr : static_cast<Op*>(it->second.get());
+    auto it = ops_by_key_.find(key);
+    return it == ops_by_key_.end() ? nullptr : static_cast<Op*>(it->second);
+  }
+
+  /// The op registered under `op_signature`, created by `make` on first use; `key` is an
+  /// alias for find_op().
+  template <class Op>
+  Op& op(const std::string& op_signature, std::int64_t key,
+         const std::function<std::unique_ptr<Op>()>& make) {
+    std::lock_guard<std::mutex> lock(ops_mu_);
+    auto& slot = ops_[op_signature];
+    if (!slot) slot = make();
+    ops_by_key_[key] = slot.get();
+    return static_cast<Op&>(*slot);
   }
 
   /// The op registered under `op_signature`, created by `make` on first use.
@@ -116,6 +130,7 @@ class ContextImpl {
   std::map<std::type_index, std::shared_ptr<void>> resources_;
   std::mutex ops_mu_;
   std::map<std::string, std::unique_ptr<TunableOpBase>> ops_;
+  std::unordered_map<std::int64_t, TunableOpBase*> ops_by_key_;
 };
 
 }  // namespace tunable
