@@ -21,22 +21,26 @@ for step in "$@"; do
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
       nvcc --version | tail -1 | tee -a "$OUT/device.txt" ;;
     tests)
-      for t in $B/tests/tunable_gpu_*tests; do
+      for t in ${TEST_BINS:-$B/tests/tunable_gpu_*tests}; do
         echo "--- $t"
         "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$OUT/$(basename "$t").log" 2>&1
         echo "exit $?"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran" "$OUT/$(basename "$t").log" | head -30
       done ;;
     sanitize)
-      for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/tunable_gpu_gemm_tests --gtest_brief=1 \
-          --gtest_filter="${SAN_FILTER:-GpuRuntime.*:Gpu/GpuGemm.*gemm_bf16_bf16_tn_67*:Gpu/GpuGemm.*scaled*256*}" \
-          > "$OUT/sanitize_gemm_$tool.log" 2>&1
-        echo "gemm $tool exit $?"; tail -3 "$OUT/sanitize_gemm_$tool.log"
-        for t in $B/tests/tunable_gpu_ops_tests $B/tests/tunable_gpu_skinny_tests; do
+      # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
+      # SAN_FILTER (gemm), SAN_FILTER_OPS, SAN_FILTER_SKINNY; each run capped at SAN_TIMEOUT seconds.
+      for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+        for target in ${SAN_TARGETS:-gemm ops skinny}; do
+          case "$target" in
+            gemm) filt="${SAN_FILTER:-GpuRuntime.*:Gpu/GpuGemm.*gemm_bf16_bf16_tn_67*:Gpu/GpuGemm.*scaled*256*}" ;;
+            ops) filt="${SAN_FILTER_OPS:-}" ;;
+            skinny) filt="${SAN_FILTER_SKINNY:-}" ;;
+          esac
+          t="$B/tests/tunable_gpu_${target}_tests"
           [ -x "$t" ] || continue
-          compute-sanitizer --tool $tool --error-exitcode 9 "$t" --gtest_brief=1 ${SAN_FILTER_OPS:+--gtest_filter=$SAN_FILTER_OPS} \
-            > "$OUT/sanitize_$(basename "$t")_$tool.log" 2>&1
-          echo "$(basename "$t") $tool exit $?"; tail -3 "$OUT/sanitize_$(basename "$t")_$tool.log"
+          timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 "$t" --gtest_brief=1 \
+            ${filt:+--gtest_filter=$filt} > "$OUT/sanitize_${target}_$tool.log" 2>&1
+          echo "$target $tool exit $?"; tail -3 "$OUT/sanitize_${target}_$tool.log"
         done
       done ;;
     demo)
@@ -58,7 +62,10 @@ for step in "$@"; do
       $B/bench/tunable_fused_bench --out "$OUT" --anchors bench/baselines/h100-torch-fused-ops.txt \
         --torch "$OUT/fused_torch.json" > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
     overhead)
-      $B/bench/tunable_dispatch_overhead --benchmark_format=console 2>&1 | tee "$OUT/dispatch_overhead.txt" | tail -6 ;;
+      # Repeated and randomly interleaved: single runs of the two benchmarks drifted by 30% apart.
+      $B/bench/tunable_dispatch_overhead --benchmark_format=console --benchmark_repetitions=9 \
+        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true 2>&1 \
+        | tee "$OUT/dispatch_overhead.txt" | tail -12 ;;
     pack)
       # The device tool brings back at most 8 files: bundle everything into one archive.
       (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .) ;;

@@ -48,8 +48,9 @@ struct Options {
   /// no warmup runs.
   int max_warmup_iterations = 10;
   /// TUNABLE_ROTATING_BUFFER_SIZE (MiB, default -1). -1: rotate enough input copies that their
-  /// total exceeds twice the last-level cache (L2 on a GPU, LLC on the CPU); 0: one copy, no rotation;
-  /// N > 0: at least N MiB of copies.
+  /// total exceeds eight times the L2 for GPU GEMMs (twice measured too fast on an H100), twice the
+  /// L2 for the fused ops and twice the LLC on the CPU; 0: one copy, no rotation; N > 0: at least
+  /// N MiB of copies. GPU GEMMs halve the copies while memory is short.
   int rotating_buffer_size_mib = -1;
   /// TUNABLE_RECORD_UNTUNED (0/1, default 0): append every miss to `untuned_filename`
   /// (deduplicated) for `tunable tune-file` to tune offline later.

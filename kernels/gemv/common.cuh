@@ -334,6 +334,38 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
+/// Bytes of its weight rows one block pulls into L2 before it may read anything: about what the
+/// block streams in the 1-2 us a preceding grid's tail lasts (~11 KB/us per block at 3 TB/s over
+/// 264 resident blocks).
+constexpr int kSkinnyPrefetchBytes = 32768;
+
+/// Prologue of every skinny main kernel, launched programmatic-dependent (sm_90). The weight is
+/// almost never written by the preceding kernel, but it may be (a dequantization just before), so
+/// before griddepcontrol.wait the block only *prefetches* its first weight bytes into L2 (a hint:
+/// no data reaches registers or L1, and L2 is coherent with the preceding grid's writes); x, beta*C
+/// and every load that produces a value wait. The early trigger lets the next kernel's blocks do
+/// the same while this grid's last wave drains. Rows [row0, row0 + rows) of W (clamped to m), K
+/// elements [kb, ke) of `elem` bytes each.
+__device__ __forceinline__ void skinny_prologue(const SkinnyParams& p, int row0, int rows, int kb, int ke,
+                                                int elem) {
+  pdl_launch_dependents();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const long long seg = static_cast<long long>(ke - kb) * elem;
+  long long per_row = kSkinnyPrefetchBytes / rows;
+  if (per_row < 512) per_row = 512;
+  if (per_row > seg) per_row = seg;
+  const int lines = static_cast<int>((per_row + 127) / 128);
+  const int last = min(rows, p.m - row0);
+  for (int i = threadIdx.x; i < last * lines; i += blockDim.x) {
+    const int r = i / lines, l = i - r * lines;
+    const unsigned char* a = static_cast<const unsigned char*>(p.w) +
+                             (static_cast<size_t>(row0 + r) * p.lda + kb) * elem + static_cast<size_t>(l) * 128;
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
+  }
+#endif
+  pdl_wait();
+}
+
 }  // namespace skinny_detail
 
 // ---- split-K reduction kernel ------------------------------------------------------------------------
@@ -343,6 +375,7 @@ __device__ __forceinline__ void pdl_wait() {
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) skinny_splitk_reduce_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
+  pdl_launch_dependents();  // the next GEMM may start prefetching its weight while this one sums
   pdl_wait();
   const long long total = static_cast<long long>(p.m) * p.n;
   const float scale = result_scale(p);
@@ -556,6 +589,36 @@ inline cudaError_t skinny_launch_reduce(const SkinnyParams& p, const SkinnyDevic
   cfg.attrs = attr;
   cfg.numAttrs = pdl ? 1 : 0;
   return cudaLaunchKernelEx(&cfg, skinny_splitk_reduce_kernel<kThreads>, p);
+}
+
+/// Launches a skinny main kernel: programmatic-dependent on sm_90 code (its prologue waits in
+/// griddepcontrol.wait), plainly elsewhere (code built for older targets contains no wait); with
+/// cluster > 1 as (1, cluster, 1) thread-block clusters.
+template <class Kernel>
+cudaError_t skinny_launch_main(Kernel kernel, dim3 grid, int threads, std::size_t smem, int cluster,
+                               const SkinnyParams& p, const SkinnyDevice& dev, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (dev.cc >= 90 && dev.ptx_version >= 90) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = 1;
+    attr[n].val.clusterDim.y = static_cast<unsigned>(cluster);
+    attr[n++].val.clusterDim.z = 1;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
+  if (e != cudaSuccess) (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
+  return e;
 }
 
 /// After the main kernel's launch: its launch error, else the reduction when there are splits.

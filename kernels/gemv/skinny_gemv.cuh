@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
   const int ve = ke / kVec;  // k and kc are multiples of kVec
+  skinny_prologue(p, blockIdx.x * WARPS * RPW, WARPS * RPW, kb, ke, Tr::kBytes);
 
   // Rows past m and tokens past n read a valid row (the last); their sums are never written.
   const unsigned char* wrow[RPW];
@@ -84,7 +85,6 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     }
   }
 
-  pdl_launch_dependents();
   warp_sum_transposed<RPW * MT>(acc, lane);
   constexpr int kGroup = 32 / (RPW * MT);
   if (lane % kGroup == 0) {
@@ -122,9 +122,9 @@ cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   // fp8 products come out scaled by 2^-16 (see E4M3Traits::to_float).
   p.acc_scale = Tr::kBytes == 1 ? skinny_detail::E4M3Traits::kAccScale : 1.f;
-  kernel<<<dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads, 0,
-           stream>>>(p);
-  return skinny_finish(p, dev, stream);
+  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
+                         kThreads, 0, 1, p, dev, stream);
+  return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
 /// Runs the GEMV on `stream`: rows_per_warp in {1, 2, 4}, threads in {128, 256}, l.p.n <= 8.

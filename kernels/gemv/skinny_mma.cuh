@@ -51,6 +51,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
   const int nchunks = (ke - kb + kChunk - 1) / kChunk;
+  skinny_prologue(p, row0, kBM, kb, ke, Tr::kBytes);
 
   // Rows past m and tokens past n read a valid row (the last); their sums are never written.
   const unsigned char* wrow[WM][2];
@@ -106,7 +107,6 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
     }
   }
 
-  pdl_launch_dependents();
   // Accumulator (mt, nt) of lane (g, t): rows mt*16 + g (+8), tokens nt*8 + 2t (+1).
   float* mine = red + warp * kTok * kSB;
 #pragma unroll
@@ -167,9 +167,9 @@ cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
                                      static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
-  kernel<<<dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads, kSmem,
-           stream>>>(p);
-  return skinny_finish(p, dev, stream);
+  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
+                         kThreads, kSmem, 1, p, dev, stream);
+  return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
 // ---- register double-buffered variant ("mmap") -------------------------------------------------
@@ -211,6 +211,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
   const int nchunks = (ke - kb + kChunk - 1) / kChunk;
+  skinny_prologue(p, row0, kBM, kb, ke, Tr::kBytes);
 
   const unsigned char* wrow[WM][2];
 #pragma unroll
@@ -279,7 +280,6 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
     c0 += kStep;
   }
 
-  pdl_launch_dependents();
   float* mine = red + warp * kTok * kSB;
 #pragma unroll
   for (int mt = 0; mt < WM; ++mt) {
@@ -358,24 +358,8 @@ cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
     p.kc = (granules + CS - 1) / CS * granule;  // ranks past the last granule add zeros
     p.splits = 1;
     p.acc_scale = 1.f;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(rb), CS);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = CS;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, kernel, p);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
-      return e;
-    }
-    return skinny_finish(p, dev, stream);
+    e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(rb), CS), kThreads, kSmem, CS, p, dev, stream);
+    return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
   }
   const long long blocks0 = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
   if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
@@ -386,9 +370,9 @@ cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
                                      static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
-  kernel<<<dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads, kSmem,
-           stream>>>(p);
-  return skinny_finish(p, dev, stream);
+  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
+                         kThreads, kSmem, 1, p, dev, stream);
+  return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
 /// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, n <= 64;

@@ -73,11 +73,11 @@ class LtSolution final : public Solution<GemmArgs> {
   LtSolution(CudaGemmResources* res, std::shared_ptr<LtPlan> plan, GemmDesc desc, LtConfig cfg,
              cublasLtMatmulAlgo_t algo, std::size_t ws, std::string name, Status valid)
       : res_(res), plan_(std::move(plan)), desc_(desc), cfg_(cfg), algo_(algo), ws_(ws),
-        name_(std::move(name)), valid_(std::move(valid)) {}
+        name_(std::move(name)), valid_(std::move(valid)), key_(gemm_key(GemmArgs{desc_, {}})) {}
   const std::string& name() const override { return name_; }
   Status can_implement(const GemmArgs& a) const override {
     TUNABLE_RETURN_IF_ERROR(valid_);
-    if (gemm_key(a) != gemm_key(GemmArgs{desc_, {}}))
+    if (gemm_key(a) != key_)
       return Status(StatusCode::kInvalidArgument, "solution was built for another problem");
     return a.ops.a ? lt_pointer_check(a) : Status::ok();
   }
@@ -95,6 +95,7 @@ class LtSolution final : public Solution<GemmArgs> {
   std::size_t ws_;
   std::string name_;
   Status valid_;
+  ProblemKey key_;  // checked on every tuned call: computed once
 };
 
 /// Builds a checked solution; `valid` carries AlgoCheck's verdict (kNotSupported when it fails).
