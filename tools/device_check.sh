@@ -2,7 +2,9 @@
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
 #   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead pack
-# Writes logs and results under $OUT (default ./device_out).
+# Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
+# GTEST_FILTER_ALL, SAN_* (sanitize step, see there), BENCH_RESULTS / BENCH_ARGS (bench steps; verify
+# a results file tuned in an earlier call of the same GPU kind by pointing BENCH_RESULTS at it).
 set -uo pipefail
 # Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
 [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
