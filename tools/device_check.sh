@@ -3,8 +3,9 @@
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
 #   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
-# GTEST_FILTER_ALL, SAN_* (sanitize step, see there), BENCH_RESULTS / BENCH_ARGS (bench steps; verify
-# a results file tuned in an earlier call of the same GPU kind by pointing BENCH_RESULTS at it).
+# GTEST_FILTER_ALL, SAN_* (sanitize step, see there), FUSED_ARGS (e.g. --verbose 2: every
+# candidate's time), BENCH_RESULTS / BENCH_ARGS (bench steps; to verify a results file tuned in an
+# earlier call on the same GPU kind, point BENCH_RESULTS at it).
 set -uo pipefail
 # Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
 [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
@@ -62,7 +63,7 @@ for step in "$@"; do
     fused)
       python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1; tail -3 "$OUT/fused_torch.log"
       $B/bench/tunable_fused_bench --out "$OUT" --anchors bench/baselines/h100-torch-fused-ops.txt \
-        --torch "$OUT/fused_torch.json" > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
+        --torch "$OUT/fused_torch.json" ${FUSED_ARGS:-} > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
     overhead)
       # Repeated and randomly interleaved: single runs of the two benchmarks drifted by 30% apart.
       $B/bench/tunable_dispatch_overhead --benchmark_format=console --benchmark_repetitions=9 \
