@@ -7,9 +7,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <vector>
 
 #include "cuda/cuda_util.hpp"
 #include "gemm/cuda/cublaslt.hpp"
+#include "gemm/cpu/cpu_gemm.hpp"
 #include "gemm/cuda/cuda_resources.hpp"
 #include "tunable/gemm.hpp"
 
@@ -92,8 +94,54 @@ void BM_TunedDispatch(benchmark::State& state) {
   state.SetLabel(f.lt0->name());
 }
 
+// The same comparison without a GPU: a 4x4x4 fp32 GEMM through the CPU Default (OpenBLAS) called
+// directly, and through tunable::gemm with a stored result naming it. The difference is what the
+// runtime's layers (validation, op and result lookup, can_implement, workspace) cost per call on
+// the host, without the GPU driver's own variance in the way.
+struct CpuFixture {
+  GemmDesc d = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kN, 4, 4, 4);
+  std::vector<float> a = std::vector<float>(16, 0.5f), b = std::vector<float>(16, 0.25f), c = std::vector<float>(16);
+  SolutionPtr<GemmArgs> def = cpu_default_solution();
+  std::unique_ptr<Context> ctx;
+  CpuFixture() {
+    Options o;
+    o.enabled = true;
+    o.tuning = false;
+    o.filename = "/tmp/tunable_overhead_%d.csv";
+    {
+      Context probe(Device::cpu(), o);
+      std::ofstream f(probe.results_path(), std::ios::trunc);
+      for (const auto& [k, v] : probe.validators()) f << "Validator," << k << "," << v << "\n";
+      f << op_signature(d) << "," << params_signature(d) << "," << def->name() << ",0.001\n";
+    }
+    ctx = std::make_unique<Context>(Device::cpu(), o);
+  }
+  GemmOperands ops() { return GemmOperands{a.data(), b.data(), c.data()}; }
+};
+
+CpuFixture& cpu_fx() {
+  static CpuFixture f;
+  return f;
+}
+
+void BM_CpuDirectDefault(benchmark::State& state) {
+  CpuFixture& f = cpu_fx();
+  const GemmArgs args{f.d, f.ops()};
+  for (auto _ : state)
+    if (!f.def->run(args, nullptr, 0, nullptr).is_ok()) state.SkipWithError("run");
+}
+
+void BM_CpuTunedDispatch(benchmark::State& state) {
+  CpuFixture& f = cpu_fx();
+  for (auto _ : state)
+    if (!gemm(*f.ctx, f.d, f.ops(), nullptr).is_ok()) state.SkipWithError("gemm");
+  if (f.ctx->stats().hits == 0 || f.ctx->stats().tuned != 0) state.SkipWithError("stored result not used");
+}
+
 BENCHMARK(BM_DirectCublasLt)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_TunedDispatch)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_CpuDirectDefault)->MinTime(0.5);
+BENCHMARK(BM_CpuTunedDispatch)->MinTime(0.5);
 
 }  // namespace
 }  // namespace tunable
