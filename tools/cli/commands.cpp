@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -82,30 +83,38 @@ void sync(Device dev) {
   if (dev.kind == DeviceKind::kCuda) check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
-struct PhaseResult {
-  double first_call_s = 0;  ///< the first call (tuning happens there)
-  int iters = 0;
-  double seconds = 0;
-};
-
-PhaseResult measure(Context& ctx, const GemmDesc& d, const GemmOperands& ops, double seconds) {
-  PhaseResult r;
+/// Wall time of one synchronized call on `ctx` (the first call of a context: tuning happens there).
+double time_first_call(Context& ctx, const GemmDesc& d, const GemmOperands& ops) {
   auto t0 = clock_type::now();
   throw_if_error(gemm(ctx, d, ops));
   sync(ctx.device());
-  r.first_call_s = std::chrono::duration<double>(clock_type::now() - t0).count();
-  // Size the loop from a short probe so each phase takes about `seconds`.
-  auto p0 = clock_type::now();
-  for (int i = 0; i < 3; ++i) throw_if_error(gemm(ctx, d, ops));
-  sync(ctx.device());
-  const double per = std::chrono::duration<double>(clock_type::now() - p0).count() / 3;
-  r.iters = std::max(1, static_cast<int>(seconds / std::max(per, 1e-7)));
-  auto t1 = clock_type::now();
-  for (int i = 0; i < r.iters; ++i) throw_if_error(gemm(ctx, d, ops));
-  sync(ctx.device());
-  r.seconds = std::chrono::duration<double>(clock_type::now() - t1).count();
-  return r;
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
+
+/// Calls per second over about `seconds` of back-to-back calls (the blog's loop), sized from a probe.
+double rate(Context& ctx, const GemmDesc& d, const GemmOperands& ops, double seconds, int* iters_out) {
+  auto p0 = clock_type::now();
+  for (int i = 0; i < 8; ++i) throw_if_error(gemm(ctx, d, ops));
+  sync(ctx.device());
+  const double per = std::chrono::duration<double>(clock_type::now() - p0).count() / 8;
+  const int iters = std::max(1, static_cast<int>(seconds / std::max(per, 1e-7)));
+  auto t1 = clock_type::now();
+  for (int i = 0; i < iters; ++i) throw_if_error(gemm(ctx, d, ops));
+  sync(ctx.device());
+  *iters_out += iters;
+  return iters / std::chrono::duration<double>(clock_type::now() - t1).count();
+}
+
+struct PhaseResult {
+  double first_call_s = 0;   ///< the first call (tuning happens there)
+  std::vector<double> rates; ///< iter/s of each round
+  int iters = 0;             ///< calls timed over all rounds
+  double median() const {
+    std::vector<double> r = rates;
+    std::sort(r.begin(), r.end());
+    return r.empty() ? 0 : r[r.size() / 2];
+  }
+};
 
 void install_progress(Context& ctx) {
   if (!isatty(fileno(stderr))) return;
@@ -141,41 +150,60 @@ int run_tune(const TuneArgs& a) {
   fmt::print("GEMM {} {} m={} n={} k={} on {}\n", op_signature(d), params_signature(d), d.m, d.n,
              d.k, dev.to_string());
 
+  // Three contexts: Default only; tuning on (its first call tunes and writes the file); and a
+  // fresh one that reads the file and must not tune (the blog's second run). Their rates are
+  // measured after a warmup, in interleaved rounds (median per phase): measured one after the
+  // other, the first phase ran while the GPU clock was still ramping up and the same kernel came
+  // out 28% apart.
   Options untuned = base;
   untuned.enabled = false;
   Context c0(dev, untuned);
-  PhaseResult r0 = measure(c0, d, ops, a.seconds);
-  fmt::print("untuned : {:10.2f} iter/s ({} iters in {:.3f}s)\n", r0.iters / r0.seconds, r0.iters,
-             r0.seconds);
+  PhaseResult r0, r1, r2;
+  r0.first_call_s = time_first_call(c0, d, ops);
 
   Options tuned = base;
   tuned.enabled = true;
   Context c1(dev, tuned);
   install_progress(c1);
-  PhaseResult r1 = measure(c1, d, ops, a.seconds);
+  r1.first_call_s = time_first_call(c1, d, ops);
   auto rec = [&](Context& c) {
     for (const auto& r : c.results())
       if (r.op_signature == op_signature(d) && r.params_signature == params_signature(d)) return r;
     throw Error(StatusCode::kInternal, "the tuned result is missing from the store");
   };
   const ResultRecord chosen = rec(c1);
-  fmt::print("tuned   : {:10.2f} iter/s ({} iters in {:.3f}s); tuning took {:.2f}s, chose {} "
-             "({:.4g} ms), wrote {}\n", r1.iters / r1.seconds, r1.iters, r1.seconds, r1.first_call_s,
-             chosen.solution, chosen.time_ms, c1.results_path());
 
-  // A fresh context stands for the second run of the blog: it reads the file and must not tune.
   Options reload = base;
   reload.enabled = true;
   reload.tuning = false;
   Context c2(dev, reload);
-  PhaseResult r2 = measure(c2, d, ops, a.seconds);
+  r2.first_call_s = time_first_call(c2, d, ops);
+
+  int warm = 0;
+  (void)rate(c0, d, ops, std::max(0.2, a.seconds / 4), &warm);
+  constexpr int kRounds = 5;
+  Context* ctxs[3] = {&c0, &c1, &c2};
+  PhaseResult* res[3] = {&r0, &r1, &r2};
+  for (int round = 0; round < kRounds; ++round)
+    for (int i = 0; i < 3; ++i) {
+      const int ph = (i + round) % 3;
+      res[ph]->rates.push_back(rate(*ctxs[ph], d, ops, a.seconds / kRounds, &res[ph]->iters));
+    }
+  auto range = [](const PhaseResult& r) {
+    return fmt::format("{:.0f}-{:.0f}", *std::min_element(r.rates.begin(), r.rates.end()),
+                       *std::max_element(r.rates.begin(), r.rates.end()));
+  };
+  fmt::print("untuned : {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters)\n", r0.median(), kRounds,
+             range(r0), r0.iters);
+  fmt::print("tuned   : {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); tuning took {:.2f}s, "
+             "chose {} ({:.4g} ms), wrote {}\n", r1.median(), kRounds, range(r1), r1.iters, r1.first_call_s,
+             chosen.solution, chosen.time_ms, c1.results_path());
   const ContextStats st = c2.stats();
-  fmt::print("reloaded: {:10.2f} iter/s ({} iters in {:.3f}s); used {} from {}, tuned {} problems\n",
-             r2.iters / r2.seconds, r2.iters, r2.seconds, rec(c2).solution, c2.results_path(),
-             st.tuned);
-  fmt::print("speedup tuned/untuned: {:.3f}x, reloaded/untuned: {:.3f}x\n",
-             (r1.iters / r1.seconds) / (r0.iters / r0.seconds),
-             (r2.iters / r2.seconds) / (r0.iters / r0.seconds));
+  fmt::print("reloaded: {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); used {} from {}, "
+             "tuned {} problems\n", r2.median(), kRounds, range(r2), r2.iters, rec(c2).solution,
+             c2.results_path(), st.tuned);
+  fmt::print("speedup tuned/untuned: {:.3f}x, reloaded/untuned: {:.3f}x\n", r1.median() / r0.median(),
+             r2.median() / r0.median());
   if (st.tuned != 0 || st.hits == 0) {
     fmt::print(stderr, "tunable: the reloaded run did not use the stored result\n");
     return 1;
