@@ -20,6 +20,22 @@ namespace {
 
 constexpr int kBatch = 256;
 
+/// A context on `dev` that finds `solution` stored for `d` and never tunes: its results file is
+/// written here with the device's own validators, so a tuned call dispatches exactly that solution.
+std::unique_ptr<Context> context_with_result(Device dev, const GemmDesc& d, const std::string& solution) {
+  Options o;
+  o.enabled = true;
+  o.tuning = false;
+  o.filename = "/tmp/tunable_overhead_%d.csv";
+  {
+    Context probe(dev, o);
+    std::ofstream f(probe.results_path(), std::ios::trunc);
+    for (const auto& [k, v] : probe.validators()) f << "Validator," << k << "," << v << "\n";
+    f << op_signature(d) << "," << params_signature(d) << "," << solution << ",0.01\n";
+  }
+  return std::make_unique<Context>(dev, o);
+}
+
 struct Fixture {
   GemmDesc d = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 256, 16, 256);
   DeviceBuffer a, b, c;
@@ -41,19 +57,7 @@ struct Fixture {
     throw_if_error(make_lt_heuristic_provider(res.get())->enumerate(GemmArgs{d, {}}, &hs));
     lt0 = hs.at(0);
     throw_if_error(res->workspace(s, lt0->workspace_bytes(GemmArgs{d, {}}), &ws));
-    // A results file that names the same algorithm, so the tuned call dispatches exactly it.
-    Options o;
-    o.enabled = true;
-    o.tuning = false;
-    o.filename = "/tmp/tunable_overhead_%d.csv";
-    std::remove("/tmp/tunable_overhead_0.csv");
-    {
-      Context probe(Device::cuda(0), o);
-      std::ofstream f("/tmp/tunable_overhead_0.csv");
-      for (const auto& [k, v] : probe.validators()) f << "Validator," << k << "," << v << "\n";
-      f << op_signature(d) << "," << params_signature(d) << "," << lt0->name() << ",0.01\n";
-    }
-    ctx = std::make_unique<Context>(Device::cuda(0), o);
+    ctx = context_with_result(Device::cuda(0), d, lt0->name());
   }
   GemmOperands ops() const { return GemmOperands{a.get(), b.get(), c.get()}; }
 };
@@ -103,19 +107,7 @@ struct CpuFixture {
   std::vector<float> a = std::vector<float>(16, 0.5f), b = std::vector<float>(16, 0.25f), c = std::vector<float>(16);
   SolutionPtr<GemmArgs> def = cpu_default_solution();
   std::unique_ptr<Context> ctx;
-  CpuFixture() {
-    Options o;
-    o.enabled = true;
-    o.tuning = false;
-    o.filename = "/tmp/tunable_overhead_%d.csv";
-    {
-      Context probe(Device::cpu(), o);
-      std::ofstream f(probe.results_path(), std::ios::trunc);
-      for (const auto& [k, v] : probe.validators()) f << "Validator," << k << "," << v << "\n";
-      f << op_signature(d) << "," << params_signature(d) << "," << def->name() << ",0.001\n";
-    }
-    ctx = std::make_unique<Context>(Device::cpu(), o);
-  }
+  CpuFixture() : ctx(context_with_result(Device::cpu(), d, def->name())) {}
   GemmOperands ops() { return GemmOperands{a.data(), b.data(), c.data()}; }
 };
 

@@ -336,11 +336,8 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
     auto via = [&](Context& c) {
       return [&, cptr = &c](int i) { return gemm(*cptr, d, ops.ops[i % nc], reinterpret_cast<Stream>(s)); };
     };
-    // Contenders: Default, the tuned dispatch, and cuBLASLt's top-8 heuristics, timed the same
-    // way in 5 interleaved rounds (median over rounds) so GPU clock drift favours no one. The
-    // order changes every round (rotated, and reversed in odd rounds): on long compute-bound GEMMs
-    // the clock sags over a round, and a fixed order measured the same kernel 3% apart depending
-    // on whether it ran first or second.
+    // Contenders: Default, the tuned dispatch, and cuBLASLt's top-8 heuristics, in 5 rounds
+    // (median over rounds) so GPU clock drift favours no one.
     std::vector<std::pair<std::string, std::function<Status(int)>>> contenders = {
         {"default", via(plain)}, {"tuned", via(tuned)}};
     std::vector<SolutionPtr<GemmArgs>> hs;
@@ -357,8 +354,9 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
       }});
     }
     std::vector<std::vector<double>> rounds(contenders.size());
-    // Default and the tuned dispatch are timed as a pair (time_paired), in alternating order;
-    // the heuristics one by one, in an order that changes every round.
+    // Default and the tuned dispatch are timed as a pair (time_paired), first and second in
+    // alternate rounds; the heuristics one by one, rotated and reversed every other round, since on
+    // long compute-bound GEMMs the clock sags over a round and a fixed order favours the first.
     const std::size_t nct = contenders.size();
     for (int r = 0; r < 5; ++r) {
       const bool flip = r % 2;
