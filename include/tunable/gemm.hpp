@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tunable/context.hpp"
@@ -30,6 +31,9 @@ enum class Epilogue {
 struct GemmDesc {
   GemmOp op = GemmOp::kGemm;
   DataType dtype = DataType::kF32;      ///< type of A and B (kTF32: fp32 data, TF32 math)
+  /// kScaledGemm only: B's type where it differs from A's (fp8e4m3 x fp8e5m2, the mix FP8
+  /// training uses for gradients); empty means B has `dtype` too.
+  std::optional<DataType> dtype_b;
   DataType out_dtype = DataType::kF32;  ///< type of C; equals dtype except kScaledGemm and kTF32
   Transpose transa = Transpose::kN;
   Transpose transb = Transpose::kN;
@@ -54,6 +58,9 @@ struct GemmOperands {
   const float* scale_a = nullptr;   ///< kScaledGemm: device pointer to one float
   const float* scale_b = nullptr;   ///< kScaledGemm: device pointer to one float
 };
+
+/// B's element type: `dtype_b` where set, `dtype` otherwise.
+inline DataType b_type(const GemmDesc& d) { return d.dtype_b.value_or(d.dtype); }
 
 /// Checks dims, leading dimensions, strides, op/dtype combinations; the message names the field.
 Status validate(const GemmDesc& desc);

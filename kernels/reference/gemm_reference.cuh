@@ -35,7 +35,7 @@ __device__ __forceinline__ double ref_load<double>(const void* p, std::int64_t i
   return static_cast<const double*>(p)[i];
 }
 
-template <class TA, class TC, class R>
+template <class TA, class TB, class TC, class R>
 __global__ void __launch_bounds__(256) kernel_reference_gemm(const __grid_constant__ ReferenceGemmArgs g) {
   constexpr int kTile = 16;
   __shared__ double as[kTile][kTile + 1];
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(256) kernel_reference_gemm(const __grid_consta
       const std::int64_t p = p0 + threadIdx.x, c = blockIdx.y * kTile + threadIdx.y;
       double v = 0;
       if (c < g.n && p < g.k)
-        v = ref_load<TA>(g.b, b0 + (g.trans_b ? c + p * g.ldb : p + c * g.ldb));
+        v = ref_load<TB>(g.b, b0 + (g.trans_b ? c + p * g.ldb : p + c * g.ldb));
       bs[threadIdx.x][threadIdx.y] = v;
     }
     __syncthreads();
@@ -81,13 +81,13 @@ __global__ void __launch_bounds__(256) kernel_reference_gemm(const __grid_consta
   static_cast<R*>(g.out)[bt * g.m * g.n + i + j * g.m] = static_cast<R>(v);
 }
 
-template <class TA, class TC, class R>
+template <class TA, class TB, class TC, class R>
 cudaError_t launch_reference_gemm(const ReferenceGemmArgs& g, cudaStream_t stream) {
   const dim3 block(16, 16);
   const dim3 grid(static_cast<unsigned>((g.m + 15) / 16), static_cast<unsigned>((g.n + 15) / 16),
                   static_cast<unsigned>(g.batch));
   if (grid.y > 65535 || grid.z > 65535) return cudaErrorInvalidConfiguration;
-  kernel_reference_gemm<TA, TC, R><<<grid, block, 0, stream>>>(g);
+  kernel_reference_gemm<TA, TB, TC, R><<<grid, block, 0, stream>>>(g);
   return cudaGetLastError();
 }
 

@@ -77,6 +77,10 @@ Status validate(const GemmDesc& d) {
     if (!is_fp8(d.dtype))
       return Status(StatusCode::kNotSupported,
                     fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {}", short_name(d.dtype)));
+    if (!is_fp8(b_type(d)))
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {} for B",
+                                short_name(b_type(d))));
     if (d.out_dtype != DataType::kBF16 && d.out_dtype != DataType::kF16 &&
         d.out_dtype != DataType::kF32)
       return Status(StatusCode::kNotSupported,
@@ -85,6 +89,10 @@ Status validate(const GemmDesc& d) {
     if (d.epilogue != Epilogue::kNone && d.epilogue != Epilogue::kBias)
       return Status(StatusCode::kNotSupported, "ScaledGemm supports no epilogue or a bias only");
   } else {
+    if (b_type(d) != d.dtype)
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("A and B must have one type outside ScaledGemm (A {}, B {})",
+                                short_name(d.dtype), short_name(b_type(d))));
     if (is_fp8(d.dtype))
       return Status(StatusCode::kNotSupported,
                     fmt::format("{} inputs need GemmOp::kScaledGemm", short_name(d.dtype)));
@@ -130,10 +138,11 @@ Status validate(const GemmDesc& d, const GemmOperands& o) {
   // cuBLASLt refuses FP8 scale pointers that are not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED).
   if (d.op == GemmOp::kScaledGemm && (misaligned(o.scale_a, 16) || misaligned(o.scale_b, 16)))
     return Status(StatusCode::kMisaligned, "ScaledGemm scale_a and scale_b must be 16-byte aligned");
-  const std::size_t in = size_of(d.dtype), out = size_of(d.out_dtype);
-  if (misaligned(o.a, in) || misaligned(o.b, in))
+  const std::size_t in = size_of(d.dtype), in_b = size_of(b_type(d)), out = size_of(d.out_dtype);
+  if (misaligned(o.a, in) || misaligned(o.b, in_b))
     return Status(StatusCode::kMisaligned,
-                  fmt::format("A and B must be aligned to their element size ({} bytes)", in));
+                  fmt::format("A and B must be aligned to their element size ({} and {} bytes)", in,
+                              in_b));
   if (misaligned(o.c, out) || (needs_bias && misaligned(o.bias, out)))
     return Status(StatusCode::kMisaligned,
                   fmt::format("C and bias must be aligned to their element size ({} bytes)", out));
@@ -145,7 +154,7 @@ std::string op_signature(const GemmDesc& d) {
                                      static_cast<char>(std::toupper(to_char(d.transb))));
   if (d.op == GemmOp::kScaledGemm)
     return fmt::format("{}_{}_{}_{}_{}", op_prefix(d.op), tunableop_name(d.dtype),
-                       tunableop_name(d.dtype), tunableop_name(d.out_dtype), ab);
+                       tunableop_name(b_type(d)), tunableop_name(d.out_dtype), ab);
   return fmt::format("{}_{}_{}", op_prefix(d.op), tunableop_name(d.dtype), ab);
 }
 
@@ -182,9 +191,10 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
     // "<A>_<B>_<C>", each a TunableOp type name that may itself contain '_'.
     static const std::regex t3("^(Float8_e4m3fn|Float8_e5m2)_(Float8_e4m3fn|Float8_e5m2)_([A-Za-z0-9]+)$");
     std::smatch tm;
-    if (!std::regex_match(types, tm, t3) || tm[1] != tm[2])
+    if (!std::regex_match(types, tm, t3))
       return Status(StatusCode::kParseError, fmt::format("bad ScaledGemm types in '{}'", op_sig));
     d.dtype = *parse_data_type(tm[1].str());
+    if (tm[2] != tm[1]) d.dtype_b = *parse_data_type(tm[2].str());
     auto o = parse_data_type(tm[3].str());
     if (!o) return Status(StatusCode::kParseError, fmt::format("unknown output type in '{}'", op_sig));
     d.out_dtype = *o;
@@ -237,10 +247,12 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
 
 ProblemKey gemm_key(const GemmArgs& a) {
   const GemmDesc& d = a.desc;
+  // B's type is keyed even where it equals A's, so setting dtype_b to dtype is the same problem.
   return ProblemKey{static_cast<std::int64_t>(d.op), static_cast<std::int64_t>(d.dtype),
                     static_cast<std::int64_t>(d.out_dtype), to_char(d.transa), to_char(d.transb),
                     d.m, d.n, d.k, d.lda, d.ldb, d.ldc, d.batch, d.stride_a, d.stride_b,
-                    d.stride_c, static_cast<std::int64_t>(d.epilogue), 0, 0, 0, 0};
+                    d.stride_c, static_cast<std::int64_t>(d.epilogue),
+                    static_cast<std::int64_t>(b_type(d)), 0, 0, 0};
 }
 
 Tolerance gemm_tolerance(const GemmDesc& d) {

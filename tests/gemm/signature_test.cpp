@@ -39,6 +39,7 @@ GemmDesc variant(int i) {
     case 3:
       d.op = GemmOp::kScaledGemm;
       d.dtype = i % 2 ? DataType::kF8E4M3 : DataType::kF8E5M2;
+      if (i % 3 == 1) d.dtype_b = i % 2 ? DataType::kF8E5M2 : DataType::kF8E4M3;  // mixed fp8
       d.out_dtype = DataType::kBF16;
       d.epilogue = i % 3 ? Epilogue::kBias : Epilogue::kNone;
       break;
@@ -60,6 +61,38 @@ TEST(GemmSignature, RoundTripsEveryOp) {
   }
 }
 
+TEST(GemmSignature, MixedFp8TypesAreNamedAndKeyed) {
+  GemmDesc d = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 4096, 16, 4096);
+  d.op = GemmOp::kScaledGemm;
+  d.out_dtype = DataType::kBF16;
+  GemmDesc mixed = d;
+  mixed.dtype_b = DataType::kF8E5M2;
+  ASSERT_TRUE(validate(mixed).is_ok()) << validate(mixed).to_string();
+  EXPECT_EQ(op_signature(mixed), "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_BFloat16_TN");
+  EXPECT_EQ(op_signature(d), "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN");
+  EXPECT_NE(gemm_key({mixed, {}}), gemm_key({d, {}}));
+  // Naming B's type when it equals A's is the same problem as leaving it empty.
+  GemmDesc same = d;
+  same.dtype_b = DataType::kF8E4M3;
+  EXPECT_EQ(gemm_key({same, {}}), gemm_key({d, {}}));
+  EXPECT_EQ(op_signature(same), op_signature(d));
+  GemmDesc back;
+  ASSERT_TRUE(parse_gemm_signature("ScaledGemmTunableOp_Float8_e5m2_Float8_e4m3fn_Half_TN",
+                                   "tn_4096_16_4096_ld_4096_4096_4096", &back).is_ok());
+  EXPECT_EQ(back.dtype, DataType::kF8E5M2);
+  EXPECT_EQ(b_type(back), DataType::kF8E4M3);
+  EXPECT_EQ(back.out_dtype, DataType::kF16);
+  // Outside ScaledGemm A and B share one type.
+  GemmDesc plain = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 64, 8, 64);
+  plain.dtype_b = DataType::kF16;
+  EXPECT_EQ(validate(plain).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(plain).message().find("one type"), std::string::npos) << validate(plain).message();
+  GemmDesc half8 = mixed;
+  half8.dtype_b = DataType::kBF16;
+  EXPECT_EQ(validate(half8).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(half8).message().find("for B"), std::string::npos) << validate(half8).message();
+}
+
 TEST(GemmSignature, ParsesOldSignatureWithoutLd) {
   GemmDesc d;
   ASSERT_TRUE(parse_gemm_signature("GemmTunableOp_float_NN", "nn_1024_512_2048", &d).is_ok());
@@ -71,7 +104,8 @@ TEST(GemmSignature, ParsesOldSignatureWithoutLd) {
 TEST(GemmSignature, RejectsBadSignatures) {
   GemmDesc d;
   const char* bad_ops[] = {"", "Gemm_float_NN", "GemmTunableOp_float_NX", "GemmTunableOp_quux_NN",
-                           "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_BFloat16_TN"};
+                           "ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_BFloat16_TN",
+                           "ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_TN"};
   for (const char* op : bad_ops)
     EXPECT_EQ(parse_gemm_signature(op, "nn_1_1_1_ld_1_1_1", &d).code(), StatusCode::kParseError) << op;
   const char* bad_params[] = {"", "nn_1_1", "nn_1_1_1_ld_1_1", "tn_1_1_1_ld_1_1_1",

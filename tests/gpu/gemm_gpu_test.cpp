@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -101,10 +102,13 @@ struct GpuCase {
   std::int64_t m, n, k, pad, batch;
   double alpha, beta;
   Epilogue ep;
+  std::optional<DataType> dtype_b{};  ///< ScaledGemm with mixed fp8 inputs
   std::string name() const {
     static const char* ops[] = {"gemm", "batched", "bias", "scaled"};
     static const char* eps[] = {"", "_bias", "_relu", "_gelu"};
-    return fmt::format("{}_{}_{}_{}{}_{}x{}x{}_pad{}_b{}{}{}", ops[static_cast<int>(op)], short_name(dtype),
+    const std::string in = dtype_b ? fmt::format("{}x{}", short_name(dtype), short_name(*dtype_b))
+                                   : short_name(dtype);
+    return fmt::format("{}_{}_{}_{}{}_{}x{}x{}_pad{}_b{}{}{}", ops[static_cast<int>(op)], in,
                        short_name(out), to_char(ta), to_char(tb), m, n, k, pad, batch,
                        beta != 0 ? "_beta" : "", eps[static_cast<int>(ep)]);
   }
@@ -118,6 +122,7 @@ struct GpuCase {
     d.alpha = alpha;
     d.beta = beta;
     d.epilogue = ep;
+    d.dtype_b = dtype_b;
     if (op == GemmOp::kGemmStridedBatched) {
       d.batch = batch;
       d.stride_a = span(d.lda, a_rows(d), a_cols(d)) + 8;
@@ -139,7 +144,7 @@ struct Problem {
   static std::size_t count_c(const GemmDesc& d) { return d.stride_c * (d.batch - 1) + span(d.ldc, d.m, d.n); }
 
   Problem(const GemmDesc& desc, std::mt19937& rng)
-      : d(desc), a(d.dtype, count_a(d), rng), b(d.dtype, count_b(d), rng), c(d.out_dtype, count_c(d), rng),
+      : d(desc), a(d.dtype, count_a(d), rng), b(b_type(d), count_b(d), rng), c(d.out_dtype, count_c(d), rng),
         bias(d.out_dtype, d.m, rng) {
     ref.resize(d.m * d.n * d.batch);
     const double scale = d.alpha * (d.op == GemmOp::kScaledGemm ? double(scales[0]) * scales[4] : 1.0);
@@ -262,6 +267,11 @@ std::vector<GpuCase> gpu_cases() {
       v.push_back({GemmOp::kScaledGemm, DataType::kF8E4M3, out, T, N, 256, 32, 512, 0, 1, 1.0, 0.0, ep});
   v.push_back({GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 4096, 16, 4096, 0, 1, 1.0, 0.0,
                Epilogue::kNone});
+  // Mixed fp8 (e4m3 x e5m2 and the reverse), the combinations cuBLASLt has kernels for.
+  for (auto [a8, b8] : {std::pair{DataType::kF8E4M3, DataType::kF8E5M2}, {DataType::kF8E5M2, DataType::kF8E4M3}})
+    for (DataType out : {DataType::kBF16, DataType::kF16})
+      for (Epilogue ep : {Epilogue::kNone, Epilogue::kBias})
+        v.push_back({GemmOp::kScaledGemm, a8, out, T, N, 256, 40, 512, 0, 1, 1.0, 0.0, ep, b8});
   // Decode-like shapes (y = x W^T): the skinny kernels' territory.
   for (std::int64_t tokens : {1, 8, 16, 33, 64})
     for (DataType dt : {DataType::kBF16, DataType::kF16})

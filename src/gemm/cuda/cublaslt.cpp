@@ -48,7 +48,7 @@ LtConfig config_of(const cublasLtMatmulAlgo_t& algo, bool fast_accum) {
 }
 
 Status build_algo(cublasLtHandle_t lt, const LtPlan& p, const LtConfig& c, cublasLtMatmulAlgo_t* algo) {
-  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoInit(lt, p.compute, p.scale_type, p.ab_type, p.ab_type,
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoInit(lt, p.compute, p.scale_type, p.a_type, p.b_type,
                                               p.c_type, p.c_type, c.algo, algo));
   const std::uint32_t tile = c.tile, stages = c.stages, red = c.reduction, swz = c.swizzle,
                       custom = c.custom;
@@ -271,7 +271,7 @@ class LtExhaustiveProvider final : public Provider<GemmArgs> {
     std::vector<int> ids(512);
     int nid = 0;
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoGetIds(res_->lt(), plan->compute, plan->scale_type,
-                                                  plan->ab_type, plan->ab_type, plan->c_type,
+                                                  plan->a_type, plan->b_type, plan->c_type,
                                                   plan->c_type, static_cast<int>(ids.size()),
                                                   ids.data(), &nid));
     struct Found {
@@ -287,8 +287,8 @@ class LtExhaustiveProvider final : public Provider<GemmArgs> {
     const std::vector<int> splits = split_candidates(d);
     for (int i = 0; i < nid; ++i) {
       cublasLtMatmulAlgo_t algo;
-      if (cublasLtMatmulAlgoInit(res_->lt(), plan->compute, plan->scale_type, plan->ab_type,
-                                 plan->ab_type, plan->c_type, plan->c_type, ids[i], &algo) !=
+      if (cublasLtMatmulAlgoInit(res_->lt(), plan->compute, plan->scale_type, plan->a_type,
+                                 plan->b_type, plan->c_type, plan->c_type, ids[i], &algo) !=
           CUBLAS_STATUS_SUCCESS)
         continue;
       int checks = 0;

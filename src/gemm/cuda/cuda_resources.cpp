@@ -19,7 +19,8 @@ cudaDataType_t cuda_type(DataType t) {
 
 Status LtPlan::create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan>* out) {
   auto p = std::make_shared<LtPlan>();
-  p->ab_type = cuda_type(d.dtype);
+  p->a_type = cuda_type(d.dtype);
+  p->b_type = cuda_type(::tunable::b_type(d));
   p->c_type = cuda_type(d.out_dtype);
   p->fast_accum = fast_accum;
   if (d.dtype == DataType::kF64) {
@@ -58,8 +59,8 @@ Status LtPlan::create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
   }
-  TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, p->ab_type, a_rows(d), a_cols(d), d.lda));
-  TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, p->ab_type, b_rows(d), b_cols(d), d.ldb));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, p->a_type, a_rows(d), a_cols(d), d.lda));
+  TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, p->b_type, b_rows(d), b_cols(d), d.ldb));
   TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->c, p->c_type, d.m, d.n, d.ldc));
   if (d.op == GemmOp::kGemmStridedBatched && d.batch > 1) {
     const std::int32_t bc = static_cast<std::int32_t>(d.batch);

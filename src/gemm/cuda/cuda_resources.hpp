@@ -25,7 +25,7 @@ inline std::string cublas_error_text(cublasStatus_t s) {
 /// cublasLt descriptors of one problem; shared by every algorithm tried on it. The pointer
 /// attributes (bias, scales) change per call and are set under `mu`.
 struct LtPlan {
-  cudaDataType_t ab_type{}, c_type{}, scale_type{};
+  cudaDataType_t a_type{}, b_type{}, c_type{}, scale_type{};
   cublasComputeType_t compute{};
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;

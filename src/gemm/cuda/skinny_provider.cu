@@ -110,8 +110,9 @@ Status check_scope(const GemmDesc& d) {
     return not_supported(fmt::format("skinny kernels take tn problems (W as A^T, x as B), got {}{}",
                                      to_char(d.transa), to_char(d.transb)));
   if (d.op == GemmOp::kScaledGemm) {
-    if (d.dtype != DataType::kF8E4M3)
-      return not_supported(fmt::format("skinny ScaledGemm takes fp8e4m3 inputs, not {}", short_name(d.dtype)));
+    if (d.dtype != DataType::kF8E4M3 || b_type(d) != DataType::kF8E4M3)
+      return not_supported(fmt::format("skinny ScaledGemm takes fp8e4m3 x fp8e4m3, not {} x {}",
+                                       short_name(d.dtype), short_name(b_type(d))));
     if (d.out_dtype != DataType::kBF16 && d.out_dtype != DataType::kF16 && d.out_dtype != DataType::kF32)
       return not_supported(fmt::format("skinny ScaledGemm writes bf16, fp16 or fp32, not {}",
                                         short_name(d.out_dtype)));

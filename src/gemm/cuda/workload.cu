@@ -17,28 +17,37 @@ namespace {
 constexpr std::size_t kAlign = 256;
 std::size_t round_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-// Calls fn(TA{}, TC{}, R{}) for the (input, output) type pairs GEMMs use.
+// Calls fn(TA{}, TB{}, TC{}, R{}) for the (A, B, output) type triples GEMMs use.
 template <class Fn>
 Status dispatch_types(const GemmDesc& d, Fn fn) {
   using namespace tunable::kernels;
-  auto out = [&](auto ta) -> Status {
+  auto out = [&](auto ta, auto tb) -> Status {
     using TA = decltype(ta);
+    using TB = decltype(tb);
     switch (d.out_dtype) {
-      case DataType::kBF16: return fn(ta, __nv_bfloat16{}, float{});
-      case DataType::kF16: return fn(ta, __half{}, float{});
-      case DataType::kF32: return fn(ta, float{}, float{});
+      case DataType::kBF16: return fn(ta, tb, __nv_bfloat16{}, float{});
+      case DataType::kF16: return fn(ta, tb, __half{}, float{});
+      case DataType::kF32: return fn(ta, tb, float{}, float{});
       default: break;
     }
     return Status(StatusCode::kNotSupported, "unsupported output type");
   };
+  auto fp8_b = [&](auto ta) -> Status {
+    switch (b_type(d)) {
+      case DataType::kF8E4M3: return out(ta, __nv_fp8_e4m3{});
+      case DataType::kF8E5M2: return out(ta, __nv_fp8_e5m2{});
+      default: break;
+    }
+    return Status(StatusCode::kNotSupported, "unsupported fp8 type of B");
+  };
   switch (d.dtype) {
-    case DataType::kF64: return fn(double{}, double{}, double{});
+    case DataType::kF64: return fn(double{}, double{}, double{}, double{});
     case DataType::kF32:
-    case DataType::kTF32: return fn(float{}, float{}, float{});
-    case DataType::kF16: return fn(__half{}, __half{}, float{});
-    case DataType::kBF16: return fn(__nv_bfloat16{}, __nv_bfloat16{}, float{});
-    case DataType::kF8E4M3: return out(__nv_fp8_e4m3{});
-    case DataType::kF8E5M2: return out(__nv_fp8_e5m2{});
+    case DataType::kTF32: return fn(float{}, float{}, float{}, float{});
+    case DataType::kF16: return fn(__half{}, __half{}, __half{}, float{});
+    case DataType::kBF16: return fn(__nv_bfloat16{}, __nv_bfloat16{}, __nv_bfloat16{}, float{});
+    case DataType::kF8E4M3: return fp8_b(__nv_fp8_e4m3{});
+    case DataType::kF8E5M2: return fp8_b(__nv_fp8_e5m2{});
   }
   return Status(StatusCode::kNotSupported, "unsupported input type");
 }
@@ -65,7 +74,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     nb_ = static_cast<std::size_t>(sb * d.batch);
     nc_ = static_cast<std::size_t>(sc * d.batch);
     off_b_ = round_up(na_ * in);
-    off_c_ = off_b_ + round_up(nb_ * in);
+    off_c_ = off_b_ + round_up(nb_ * size_of(b_type(d)));
     off_bias_ = off_c_ + round_up(nc_ * out);
     off_scale_ = off_bias_ + round_up(static_cast<std::size_t>(d.m) * out);
     per_copy_ = off_scale_ + kAlign;
@@ -79,12 +88,12 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
                                    : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
     copies_ = rotating_copies(per_copy_, target, 64);
     // Less memory free than the rotation wants: fewer copies (timing gets optimistic, not wrong).
-    Status got = mem_.allocate(per_copy_ * copies_);
-    while (!got.is_ok() && copies_ > 1) {
+    for (;;) {
+      Status got = mem_.allocate(per_copy_ * copies_);
+      if (got.is_ok()) break;
+      if (copies_ == 1) return got;
       copies_ /= 2;
-      got = mem_.allocate(per_copy_ * copies_);
     }
-    TUNABLE_RETURN_IF_ERROR(got);
     const std::uint64_t seed = fresh_seed();
     const float scales[2] = {0.5f, 1.5f};  // a candidate that ignores a scale fails the check
     args_.resize(copies_);
@@ -101,7 +110,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
       a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_ + 16) : nullptr;
       const std::uint64_t sd = seed + 0x1000 * i;
       TUNABLE_RETURN_IF_ERROR(fill_random(base, d.dtype, na_, sd + 1, 1.0f, s));
-      TUNABLE_RETURN_IF_ERROR(fill_random(base + off_b_, d.dtype, nb_, sd + 2, 1.0f, s));
+      TUNABLE_RETURN_IF_ERROR(fill_random(base + off_b_, b_type(d), nb_, sd + 2, 1.0f, s));
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_c_, d.out_dtype, nc_, sd + 3, 1.0f, s));
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_bias_, d.out_dtype, d.m, sd + 4, 1.0f, s));
       TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_, &scales[0], 4, cudaMemcpyHostToDevice, s));
@@ -131,11 +140,12 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     g.alpha = d.alpha;
     g.beta = d.beta;
     g.epilogue = static_cast<int>(d.epilogue);
-    TUNABLE_RETURN_IF_ERROR(dispatch_types(d, [&](auto ta, auto tc, auto r) -> Status {
+    TUNABLE_RETURN_IF_ERROR(dispatch_types(d, [&](auto ta, auto tb, auto tc, auto r) -> Status {
       using TA = decltype(ta);
+      using TB = decltype(tb);
       using TC = decltype(tc);
       using R = decltype(r);
-      TUNABLE_CUDA_CHECK((kernels::launch_reference_gemm<TA, TC, R>(g, s)));
+      TUNABLE_CUDA_CHECK((kernels::launch_reference_gemm<TA, TB, TC, R>(g, s)));
       return Status::ok();
     }));
     TUNABLE_RETURN_IF_ERROR(totals_.allocate(sizeof(kernels::CompareTotals)));
@@ -169,7 +179,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     const std::int64_t total = d.m * d.n * d.batch;
     const int blocks = static_cast<int>(std::min<std::int64_t>((total + 255) / 256, 4096));
     kernels::CompareTotals h{};
-    TUNABLE_RETURN_IF_ERROR(dispatch_types(d, [&](auto, auto tc, auto r) -> Status {
+    TUNABLE_RETURN_IF_ERROR(dispatch_types(d, [&](auto, auto, auto tc, auto r) -> Status {
       using TC = decltype(tc);
       using R = decltype(r);
       const R* ref = ref_.as<R>();
