@@ -32,6 +32,7 @@ for step in "$@"; do
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
       # SAN_FILTER (gemm), SAN_FILTER_OPS, SAN_FILTER_SKINNY; each run capped at SAN_TIMEOUT seconds.
+      # SAN_EXTRA: more sanitizer options (e.g. --kernel-name-exclude kns=nvjet); SAN_TAG: log suffix.
       for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         for target in ${SAN_TARGETS:-gemm ops skinny}; do
           case "$target" in
@@ -41,9 +42,13 @@ for step in "$@"; do
           esac
           t="$B/tests/tunable_gpu_${target}_tests"
           [ -x "$t" ] || continue
-          timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 "$t" --gtest_brief=1 \
-            ${filt:+--gtest_filter=$filt} > "$OUT/sanitize_${target}_$tool.log" 2>&1
-          echo "$target $tool exit $?"; tail -3 "$OUT/sanitize_${target}_$tool.log"
+          log="$OUT/sanitize_${target}_$tool${SAN_TAG:-}.log"
+          timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 ${SAN_EXTRA:-} \
+            "$t" --gtest_brief=1 ${filt:+--gtest_filter=$filt} > "$log" 2>&1
+          echo "$target $tool${SAN_TAG:-} exit $?"; tail -3 "$log"
+          # Which kernels the reports name (cuBLAS's own kernels are third-party code).
+          grep -E "Race reported|^========= +at " "$log" | sed -E 's/.* at (void )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/' \
+            | sort | uniq -c | sort -rn | head -8
         done
       done ;;
     demo)

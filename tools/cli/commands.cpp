@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -179,9 +180,17 @@ int run_tune(const TuneArgs& a) {
   Context c2(dev, reload);
   r2.first_call_s = time_first_call(c2, d, ops);
 
+  // Warm up until two successive 0.1 s rates agree within 2% (at most 3 s): a fresh process
+  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' rounds 2x apart.
   int warm = 0;
-  (void)rate(c0, d, ops, std::max(0.2, a.seconds / 4), &warm);
-  constexpr int kRounds = 5;
+  double last = rate(c0, d, ops, 0.1, &warm);
+  for (double spent = 0.1; spent < 3.0; spent += 0.1) {
+    const double now = rate(c0, d, ops, 0.1, &warm);
+    const bool stable = std::abs(now - last) <= 0.02 * last;
+    last = now;
+    if (stable) break;
+  }
+  constexpr int kRounds = 7;
   Context* ctxs[3] = {&c0, &c1, &c2};
   PhaseResult* res[3] = {&r0, &r1, &r2};
   for (int round = 0; round < kRounds; ++round)
