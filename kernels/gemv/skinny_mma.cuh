@@ -375,37 +375,23 @@ cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
-/// Most tokens a pipelined MMA block of `block_rows` weight rows takes: 64-row blocks stop at 32
-/// (a 64 x 64 accumulator tile next to two load stages would spill).
-constexpr int skinny_mmap_max_tokens(int block_rows) { return block_rows >= 64 ? 32 : 64; }
-
-/// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32, 64}, k_warps in {4, 8},
-/// n <= skinny_mmap_max_tokens(block_rows); l.cluster in {0, 1, 2, 4}: > 1 splits K over a
-/// thread-block cluster (sm_90; l.splits ignored).
-///
-/// 64-row blocks exist for the activations' sake: every block re-reads its K range of x from L2,
-/// n / block_rows bytes per weight byte (1.0 at 16 rows and 16 tokens), so taller blocks cut the
-/// L2-to-SM traffic that the weight stream shares; they need the K split (cluster or partials)
-/// to fill the device.
+/// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, n <= 64;
+/// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored).
 inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
                                cudaStream_t stream) {
-  if (block_rows % 16 != 0 || l.p.n > skinny_mmap_max_tokens(block_rows)) return cudaErrorInvalidValue;
+  if (block_rows % 16 != 0) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
-    return skinny_dispatch_int<1, 2, 4>(block_rows / 16, [&](auto wm) {
+    return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-        if constexpr (wm.value * 16 * wn.value * 8 > 64 * 32) {
-          return cudaErrorInvalidValue;  // refused above; not instantiated
-        } else {
-          return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
-            return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
-              return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value>(l, dev, stream);
-            });
+        return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+          return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
+            return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value>(l, dev, stream);
           });
-        }
+        });
       });
     });
   });

@@ -65,7 +65,6 @@ struct SkinnyConfig {
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
-    if (rows == 64) return family == Family::kMmaPipe && (width == 4 || width == 8);
     return (rows == 16 || rows == 32) && (width == 4 || width == 8);
   }
 
@@ -92,11 +91,7 @@ struct SkinnyConfig {
   }
 
   std::int64_t vec() const { return 16 / static_cast<std::int64_t>(size_of(dtype)); }
-  std::int64_t max_tokens() const {
-    return family == Family::kGemv ? kMaxGemvTokens
-           : family == Family::kMmaPipe ? std::min<std::int64_t>(kMaxMmaTokens, kern::skinny_mmap_max_tokens(rows))
-                                        : kMaxMmaTokens;
-  }
+  std::int64_t max_tokens() const { return family == Family::kGemv ? kMaxGemvTokens : kMaxMmaTokens; }
   /// K elements per split granule (what one warp covers in one pass).
   std::int64_t granule() const {
     return family == Family::kGemv ? kern::skinny_gemv_granule(static_cast<int>(vec()))
@@ -291,8 +286,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 ///
 /// Added after the first H100 run (bench/NOTES-skinny.md, "Round 2"): the pipelined MMA kernel
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
-/// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 3: 64-row mmap blocks for
-/// n <= 32. At most 41 (n <= 8), 39 (n <= 32) and 34 (n > 32) before filtering.
+/// that won there, and cluster split-K of mmap (ksc2/ksc4); at most 36 (n <= 8) and 34 (n > 8)
+/// before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -303,14 +298,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   };
   auto add_cluster = [&](int rows, int width, int cluster) {
     out.push_back(SkinnyConfig{Family::kMmaPipe, d.dtype, rows, width, 0, 0, cluster});
-  };
-  // Round 3 (5): 64-row pipelined MMA blocks, unsplit and cluster-split (x re-read from L2 per
-  // weight byte: n / 64 instead of n / 16 or n / 32).
-  auto add_tall = [&] {
-    for (int wk : {4, 8}) add(Family::kMmaPipe, 64, wk, 1);
-    add_cluster(64, 8, 2);
-    add_cluster(64, 4, 4);
-    add_cluster(64, 8, 4);
   };
   if (d.n <= kMaxGemvTokens) {
     for (int r : {1, 2, 4})
@@ -334,7 +321,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_waves(Family::kMma, 16, 8, 2);
     add_cluster(16, 8, 2);
     add_cluster(32, 4, 4);
-    add_tall();
   } else {
     for (int bm : {16, 32})
       for (int wk : {4, 8}) {
@@ -354,7 +340,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_waves(Family::kMma, 32, 4, 2);
     add_cluster(16, 8, 2);
     add_cluster(32, 4, 4);
-    if (d.n <= kern::skinny_mmap_max_tokens(64)) add_tall();
   }
   return out;
 }
@@ -417,13 +402,6 @@ std::vector<std::string> skinny_gemm_variant_names() {
         for (int wk : {4, 8})
           names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, 0, c}.name());
   }
-  // Round 3: 64-row pipelined MMA blocks with every split setting (fixed, auto, waves, cluster).
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3})
-    for (int wk : {4, 8}) {
-      for (int s : {0, 1, 2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, 64, wk, s}.name());
-      names.push_back(SkinnyConfig{Family::kMmaPipe, t, 64, wk, 0, 2}.name());
-      for (int c : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, 64, wk, 0, 0, c}.name());
-    }
   return names;
 }
 
