@@ -211,18 +211,18 @@ int run_tune(const TuneArgs& a) {
   fmt::print("reloaded: {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); used {} from {}, "
              "tuned {} problems\n", r2.median(), kRounds, range(r2), r2.iters, rec(c2).solution,
              c2.results_path(), st.tuned);
-  fmt::print("speedup tuned/untuned: {:.3f}x, reloaded/untuned: {:.3f}x\n", r1.median() / r0.median(),
-             r2.median() / r0.median());
-  // A median outside the others' rounds is a measured difference; inside them it is noise (short
-  // kernels make this host loop jitter by tens of percent between rounds).
-  auto within = [](const PhaseResult& a, const PhaseResult& b) {
-    const double m = a.median();
-    return m >= *std::min_element(b.rates.begin(), b.rates.end()) &&
-           m <= *std::max_element(b.rates.begin(), b.rates.end());
+  // A median outside the other phase's rounds is a measured difference; inside them it is noise
+  // (short kernels make this host loop jitter by tens of percent between rounds).
+  auto spread = [](const PhaseResult& a, const PhaseResult& b) {
+    auto inside = [](double m, const PhaseResult& r) {
+      return m >= *std::min_element(r.rates.begin(), r.rates.end()) &&
+             m <= *std::max_element(r.rates.begin(), r.rates.end());
+    };
+    return inside(a.median(), b) || inside(b.median(), a) ? "within the rounds' spread: noise"
+                                                          : "outside the rounds' spread";
   };
-  if (within(r1, r0) || within(r0, r1) || within(r2, r0) || within(r0, r2))
-    fmt::print("note: a median lies inside another phase's range of rounds: those differences are "
-               "within this loop's round-to-round noise\n");
+  fmt::print("speedup tuned/untuned: {:.3f}x ({}), reloaded/untuned: {:.3f}x ({})\n",
+             r1.median() / r0.median(), spread(r1, r0), r2.median() / r0.median(), spread(r2, r0));
   if (st.tuned != 0 || st.hits == 0) {
     fmt::print(stderr, "tunable: the reloaded run did not use the stored result\n");
     return 1;
