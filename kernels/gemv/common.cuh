@@ -114,21 +114,17 @@ struct Bf16Traits {
       f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
     }
   }
-  /// c += A(16 x 2kVec) * B(2kVec x 8): a0/a1 rows g and g + 8 of the weight, b token g.
-  __device__ __forceinline__ static void mma(float (&c)[4], const uint4& a0, const uint4& a1,
-                                             const uint4& b) {
+  /// One m16n8k16 MMA on fragments in the PTX register layout: c += A(16 x 16) * B(16 x 8).
+  __device__ __forceinline__ static void mma_frag(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                                  unsigned a3, unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
         "{%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0.x), "r"(a1.x), "r"(a0.y), "r"(a1.y), "r"(b.x), "r"(b.y));
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0.z), "r"(a1.z), "r"(a0.w), "r"(a1.w), "r"(b.z), "r"(b.w));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
     // Launchers refuse MMA kernels whose code was built for a pre-sm_80 target (ptx_version).
-    (void)c, (void)a0, (void)a1, (void)b;
+    (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
     __trap();
 #endif
   }
@@ -148,20 +144,16 @@ struct F16Traits {
       f[2 * i + 1] = p.y;
     }
   }
-  __device__ __forceinline__ static void mma(float (&c)[4], const uint4& a0, const uint4& a1,
-                                             const uint4& b) {
+  __device__ __forceinline__ static void mma_frag(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                                  unsigned a3, unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
         "{%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0.x), "r"(a1.x), "r"(a0.y), "r"(a1.y), "r"(b.x), "r"(b.y));
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0.z), "r"(a1.z), "r"(a0.w), "r"(a1.w), "r"(b.z), "r"(b.w));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
     // Launchers refuse MMA kernels whose code was built for a pre-sm_80 target (ptx_version).
-    (void)c, (void)a0, (void)a1, (void)b;
+    (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
     __trap();
 #endif
   }
@@ -195,24 +187,29 @@ struct E4M3Traits {
       f[4 * i + 3] = fb.y;
     }
   }
-  __device__ __forceinline__ static void mma(float (&c)[4], const uint4& a0, const uint4& a1,
-                                             const uint4& b) {
+  /// One m16n8k32 e4m3 MMA (the same 32-byte rows as the 16-bit types' m16n8k16).
+  __device__ __forceinline__ static void mma_frag(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                                  unsigned a3, unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
         "{%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0.x), "r"(a1.x), "r"(a0.y), "r"(a1.y), "r"(b.x), "r"(b.y));
-    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0.z), "r"(a1.z), "r"(a0.w), "r"(a1.w), "r"(b.z), "r"(b.w));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
     // Launchers refuse fp8 MMA kernels whose code was built for an older target (ptx_version).
-    (void)c, (void)a0, (void)a1, (void)b;
+    (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
     __trap();
 #endif
   }
 };
+
+/// The register-direct MMA step of skinny_mma/skinny_mmap: c += A(16 x 2kVec) * B(2kVec x 8) as two
+/// MMAs, a0/a1 the 16 bytes of weight rows g and g + 8, b those of token g (K permuted as above).
+template <class Tr>
+__device__ __forceinline__ void mma_vec(float (&c)[4], const uint4& a0, const uint4& a1, const uint4& b) {
+  Tr::mma_frag(c, a0.x, a1.x, a0.y, a1.y, b.x, b.y);
+  Tr::mma_frag(c, a0.z, a1.z, a0.w, a1.w, b.z, b.w);
+}
 
 template <SkinnyIn In>
 struct TraitsOf;

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/gemv/common.cuh"
+#include "kernels/gemv/mma_epilogue.cuh"
 
 namespace tunable::kernels {
 
@@ -39,11 +40,10 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
     skinny_mma_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
   constexpr int kVec = Tr::kVec;
-  constexpr int kBM = 16 * WM, kTok = 8 * WN;
-  constexpr int kSB = kBM + 4;           // padded row of the reduction buffer: conflict-free stores
+  constexpr int kBM = 16 * WM;
   constexpr int kU = skinny_mma_unroll(WM);  // chunks in flight per warp
   constexpr int kChunk = 4 * kVec;       // K elements per chunk: a lane quad's 4 x 16 bytes
-  extern __shared__ float red[];         // [KW][kTok][kSB]
+  extern __shared__ float red[];         // mma_block_epilogue's buffers
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -102,35 +102,12 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
         // Past ke both operands are zero; every lane still joins the warp-wide mma.
         const uint4 b = ld_cached16(xrow[nt] + off, e < ke);
 #pragma unroll
-        for (int mt = 0; mt < WM; ++mt) Tr::mma(acc[mt][nt], a[u][mt][0], a[u][mt][1], b);
+        for (int mt = 0; mt < WM; ++mt) mma_vec<Tr>(acc[mt][nt], a[u][mt][0], a[u][mt][1], b);
       }
     }
   }
 
-  // Accumulator (mt, nt) of lane (g, t): rows mt*16 + g (+8), tokens nt*8 + 2t (+1).
-  float* mine = red + warp * kTok * kSB;
-#pragma unroll
-  for (int mt = 0; mt < WM; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < WN; ++nt) {
-      const int r = mt * 16 + g, j = nt * 8 + 2 * t;
-      mine[j * kSB + r] = acc[mt][nt][0];
-      mine[(j + 1) * kSB + r] = acc[mt][nt][1];
-      mine[j * kSB + r + 8] = acc[mt][nt][2];
-      mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
-    }
-  }
-  __syncthreads();
-  const int ntok = min(kTok, p.n);
-  const float scale = result_scale(p);
-  for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
-    const int r = o % kBM, j = o / kBM, row = row0 + r;
-    if (row >= p.m) continue;
-    float s = 0.f;
-#pragma unroll
-    for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
-    emit(p, row, j, s, scale);
-  }
+  mma_block_epilogue<WM, WN, KW, 1>(p, acc, red, row0);
 }
 
 /// Rows of W one block covers.
@@ -139,21 +116,11 @@ constexpr int skinny_mma_block_rows(int wm) { return 16 * wm; }
 /// K granule of one split: one chunk per warp.
 constexpr int skinny_mma_granule(int vec, int kw) { return 4 * vec * kw; }
 
-/// Smallest number of 8-token tiles (1, 2, 4, 8) holding n tokens; 0 when n > 64.
-constexpr int skinny_mma_token_tiles(int n) {
-  return n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : n <= 64 ? 8 : 0;
-}
-
-/// Dynamic shared memory of one block: the cross-warp reduction buffer.
-constexpr std::size_t skinny_mma_smem(int wm, int wn, int kw) {
-  return static_cast<std::size_t>(kw) * 8 * wn * (16 * wm + 4) * sizeof(float);
-}
-
 template <class Tr, int WM, int WN, int KW>
 cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
   const auto kernel = skinny_mma_kernel<Tr, WM, WN, KW>;
   constexpr int kThreads = KW * 32;
-  constexpr std::size_t kSmem = skinny_mma_smem(WM, WN, KW);
+  constexpr std::size_t kSmem = skinny_detail::mma_epilogue_smem(WM, WN, KW, 1);
   // bf16/fp16 mma.sync exists from sm_80 on, e4m3 from sm_89; code built for older targets traps.
   const int need = Tr::kBytes == 1 ? 89 : 80;
   if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
@@ -198,12 +165,11 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
     skinny_mmap_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
   constexpr int kVec = Tr::kVec;
-  constexpr int kBM = 16 * WM, kTok = 8 * WN;
-  constexpr int kSB = kBM + 4;
+  constexpr int kBM = 16 * WM;
   constexpr int kU = skinny_mma_unroll(WM);
   constexpr int kChunk = 4 * kVec;
   constexpr int kStep = kU * KW;         // chunks one warp advances per stage
-  extern __shared__ float red[];         // [KW][kTok][kSB]
+  extern __shared__ float red[];         // mma_block_epilogue's buffers
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -261,7 +227,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
       for (int nt = 0; nt < WN; ++nt) {
         const uint4 b = ld_cached16(xrow[nt] + off, e < ke);
 #pragma unroll
-        for (int mt = 0; mt < WM; ++mt) Tr::mma(acc[mt][nt], a[u][mt][0], a[u][mt][1], b);
+        for (int mt = 0; mt < WM; ++mt) mma_vec<Tr>(acc[mt][nt], a[u][mt][0], a[u][mt][1], b);
       }
     }
   };
@@ -280,69 +246,14 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
     c0 += kStep;
   }
 
-  float* mine = red + warp * kTok * kSB;
-#pragma unroll
-  for (int mt = 0; mt < WM; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < WN; ++nt) {
-      const int r = mt * 16 + g, j = nt * 8 + 2 * t;
-      mine[j * kSB + r] = acc[mt][nt][0];
-      mine[(j + 1) * kSB + r] = acc[mt][nt][1];
-      mine[j * kSB + r + 8] = acc[mt][nt][2];
-      mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
-    }
-  }
-  __syncthreads();
-  const int ntok = min(kTok, p.n);
-  const float scale = result_scale(p);
-  if constexpr (CS == 1) {
-    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
-      const int r = o % kBM, j = o / kBM, row = row0 + r;
-      if (row >= p.m) continue;
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
-      emit(p, row, j, s, scale);
-    }
-  } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    float* fin = red + KW * kTok * kSB;  // [kTok][kBM]: this block's sums over its K range
-    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
-      const int r = o % kBM, j = o / kBM;
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
-      fin[j * kBM + r] = s;
-    }
-    cluster.sync();  // every rank's fin is written and visible cluster-wide
-    if (cluster.block_rank() == 0) {
-      const float* src[CS];
-#pragma unroll
-      for (int c = 0; c < CS; ++c) src[c] = cluster.map_shared_rank(fin, c);
-      for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
-        const int r = o % kBM, j = o / kBM, row = row0 + r;
-        if (row >= p.m) continue;
-        float s = 0.f;
-#pragma unroll
-        for (int c = 0; c < CS; ++c) s += src[c][j * kBM + r];
-        write_result(p, row, j, s, scale);
-      }
-    }
-    cluster.sync();  // no rank exits while rank 0 may still read its shared memory
-#else
-    __trap();  // launchers refuse cluster variants below sm_90
-#endif
-  }
+  mma_block_epilogue<WM, WN, KW, CS>(p, acc, red, row0);
 }
 
 template <class Tr, int WM, int WN, int KW, int CS>
 cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
   const auto kernel = skinny_mmap_kernel<Tr, WM, WN, KW, CS>;
   constexpr int kThreads = KW * 32;
-  constexpr std::size_t kSmem =
-      skinny_mma_smem(WM, WN, KW) + (CS > 1 ? std::size_t{8} * WN * 16 * WM * sizeof(float) : 0);
+  constexpr std::size_t kSmem = skinny_detail::mma_epilogue_smem(WM, WN, KW, CS);
   const int need = CS > 1 ? 90 : Tr::kBytes == 1 ? 89 : 80;
   if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
   SkinnyParams p = l.p;
