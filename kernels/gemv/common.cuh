@@ -93,8 +93,9 @@ __device__ __forceinline__ uint4 ld_cached16(const void* p, bool pred) {
 // ---- element traits --------------------------------------------------------------------------------
 //
 // Each traits type says how many elements one 16-byte vector holds (kVec), converts a vector to
-// fp32 for the CUDA-core kernels, and runs the tensor-core step of the MMA kernel on one 16-byte
-// vector per thread. The MMA step relies on the reduction being order-free: within a chunk of
+// fp32 for the CUDA-core kernels, and runs one MMA of its type on fragments in the PTX register
+// layout (mma_frag); mma_vec below is the MMA kernels' step on one 16-byte vector per thread, two
+// MMAs. That step relies on the reduction being order-free: within a chunk of
 // 4 * kVec K elements, lane (g, t) of a warp (g = lane / 4, t = lane % 4) loads the 16 bytes at
 // K offset t * kVec of weight rows g and g + 8 and of token g. Its four 32-bit words feed two MMAs
 // (words 0,1 the first, words 2,3 the second), and the register holding weight elements

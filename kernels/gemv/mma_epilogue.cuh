@@ -1,4 +1,4 @@
-// The end of every tensor-core skinny kernel (skinny_mma.cuh, skinny_mmas.cuh): the warps'
+// The end of every tensor-core skinny kernel (skinny_mma.cuh: mma and mmap): the warps'
 // accumulators added across the block, then written, left as a split's partial, or added across a
 // thread-block cluster.
 #pragma once

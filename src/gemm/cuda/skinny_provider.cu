@@ -13,7 +13,6 @@
 #include "core/cuda_check.hpp"
 #include "kernels/gemv/skinny_gemv.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
-#include "kernels/gemv/skinny_mmas.cuh"
 
 namespace tunable {
 namespace {
@@ -27,31 +26,24 @@ constexpr int kMaxSplits = 64;
 constexpr std::int64_t kMaxGemvTokens = 8;
 constexpr std::int64_t kMaxMmaTokens = 64;
 
-/// kMmaPipe: the MMA kernel with two register stages of weight loads (skinny_mmap_kernel);
-/// kMmaSmem: the MMA kernel fed by a shared-memory cp.async pipeline (skinny_mmas_kernel).
-enum class Family { kGemv, kMma, kMmaPipe, kMmaSmem };
+/// kMmaPipe: the MMA kernel with two register stages of weight loads (skinny_mmap_kernel).
+enum class Family { kGemv, kMma, kMmaPipe };
 
 /// Largest wave target of the wave-balanced split policy (ks w<W>).
 constexpr int kMaxWaves = 8;
 
 const char* family_name(Family f) {
-  switch (f) {
-    case Family::kGemv: return "gemv";
-    case Family::kMma: return "mma";
-    case Family::kMmaPipe: return "mmap";
-    case Family::kMmaSmem: return "mmas";
-  }
-  return "?";
+  return f == Family::kGemv ? "gemv" : f == Family::kMma ? "mma" : "mmap";
 }
 
 struct SkinnyConfig {
   Family family = Family::kGemv;
   DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3
-  int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32; mmas 64 too)
-  int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8; mmas 4)
+  int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32)
+  int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8)
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
-  int cluster = 0;   ///< mmap/mmas with splits == waves == 0: K split over a cluster of 2, 4 (mmas: 8) blocks
+  int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -69,27 +61,21 @@ struct SkinnyConfig {
       return false;
     if (splits < 0 || splits > kMaxSplits) return false;
     if (waves < 0 || waves > kMaxWaves || (waves != 0 && splits != 0)) return false;
-    if (cluster != 0 && (cluster != 2 && cluster != 4 && !(cluster == 8 && family == Family::kMmaSmem)))
-      return false;
-    if (cluster != 0 && (family == Family::kGemv || family == Family::kMma || splits != 0 || waves != 0))
-      return false;
+    if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
+    if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
-    if (family == Family::kMmaSmem) return (rows == 16 || rows == 32 || rows == 64) && width == 4;
     return (rows == 16 || rows == 32) && (width == 4 || width == 8);
   }
 
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mmas|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})$");
+        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
-    c.family = m[1] == "gemv"   ? Family::kGemv
-               : m[1] == "mma"  ? Family::kMma
-               : m[1] == "mmap" ? Family::kMmaPipe
-                                : Family::kMmaSmem;
+    c.family = m[1] == "gemv" ? Family::kGemv : m[1] == "mma" ? Family::kMma : Family::kMmaPipe;
     const auto t = parse_data_type(m[2].str());
     if (!t) return std::nullopt;
     c.dtype = *t;
@@ -108,9 +94,8 @@ struct SkinnyConfig {
   std::int64_t max_tokens() const { return family == Family::kGemv ? kMaxGemvTokens : kMaxMmaTokens; }
   /// K elements per split granule (what one warp covers in one pass).
   std::int64_t granule() const {
-    if (family == Family::kGemv) return kern::skinny_gemv_granule(static_cast<int>(vec()));
-    if (family == Family::kMmaSmem) return kern::skinny_mmas_granule(static_cast<int>(vec()));
-    return kern::skinny_mma_granule(static_cast<int>(vec()), width);
+    return family == Family::kGemv ? kern::skinny_gemv_granule(static_cast<int>(vec()))
+                                   : kern::skinny_mma_granule(static_cast<int>(vec()), width);
   }
 };
 
@@ -278,13 +263,12 @@ class SkinnySolution final : public Solution<GemmArgs> {
     l.max_splits = static_cast<int>(cfg_.waves != 0 ? wave_split_cap(cfg_, d) : auto_split_cap(cfg_, d));
     l.partial_bytes = workspace == nullptr ? 0 : workspace_bytes;
 
-    cudaError_t e = cudaErrorInvalidValue;
-    switch (cfg_.family) {
-      case Family::kGemv: e = kern::skinny_gemv(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream); break;
-      case Family::kMma: e = kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream); break;
-      case Family::kMmaPipe: e = kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream); break;
-      case Family::kMmaSmem: e = kern::skinny_mmas(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream); break;
-    }
+    const cudaError_t e =
+        cfg_.family == Family::kGemv
+            ? kern::skinny_gemv(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
+        : cfg_.family == Family::kMma
+            ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
+            : kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream);
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format("{}: this device or build lacks the tensor-core code it needs (sm_80+, fp8 sm_89+, clusters sm_90+)", name_));
     TUNABLE_CUDA_CHECK(e);
@@ -302,8 +286,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 ///
 /// Added after the first H100 run (bench/NOTES-skinny.md, "Round 2"): the pipelined MMA kernel
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
-/// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 4: the shared-memory pipelined
-/// kernel (mmas). At most 45 (n <= 8) and 43 (n > 8) before filtering.
+/// that won there, and cluster split-K of mmap (ksc2/ksc4); at most 36 (n <= 8) and 34 (n > 8)
+/// before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -312,24 +296,8 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   auto add_waves = [&](Family f, int rows, int width, int waves) {
     out.push_back(SkinnyConfig{f, d.dtype, rows, width, 0, waves});
   };
-  auto add_cluster = [&](int rows, int width, int cluster, Family f = Family::kMmaPipe) {
-    out.push_back(SkinnyConfig{f, d.dtype, rows, width, 0, 0, cluster});
-  };
-  // Round 4 (9): the shared-memory pipelined MMA kernel, unsplit, auto-split and cluster-split
-  // (64-row blocks only with cluster splits: alone they leave most SMs idle; not for fp8 above 32
-  // tokens, where the 64 x 64 tile spills).
-  auto add_smem = [&] {
-    add(Family::kMmaSmem, 16, 4, 1);
-    add(Family::kMmaSmem, 16, 4, 0);
-    add(Family::kMmaSmem, 32, 4, 1);
-    add(Family::kMmaSmem, 32, 4, 0);
-    add_cluster(16, 4, 2, Family::kMmaSmem);
-    add_cluster(32, 4, 2, Family::kMmaSmem);
-    add_cluster(32, 4, 4, Family::kMmaSmem);
-    if (!(d.dtype == DataType::kF8E4M3 && d.n > 32)) {
-      add_cluster(64, 4, 4, Family::kMmaSmem);
-      add_cluster(64, 4, 8, Family::kMmaSmem);
-    }
+  auto add_cluster = [&](int rows, int width, int cluster) {
+    out.push_back(SkinnyConfig{Family::kMmaPipe, d.dtype, rows, width, 0, 0, cluster});
   };
   if (d.n <= kMaxGemvTokens) {
     for (int r : {1, 2, 4})
@@ -353,7 +321,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_waves(Family::kMma, 16, 8, 2);
     add_cluster(16, 8, 2);
     add_cluster(32, 4, 4);
-    add_smem();
   } else {
     for (int bm : {16, 32})
       for (int wk : {4, 8}) {
@@ -373,7 +340,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_waves(Family::kMma, 32, 4, 2);
     add_cluster(16, 8, 2);
     add_cluster(32, 4, 4);
-    add_smem();
   }
   return out;
 }
@@ -435,13 +401,6 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int bm : {16, 32})
         for (int wk : {4, 8})
           names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, 0, c}.name());
-  }
-  // Round 4: the shared-memory pipelined MMA family, fixed/auto splits then cluster splits.
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
-    for (int bm : {16, 32, 64}) {
-      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMmaSmem, t, bm, 4, s}.name());
-      for (int c : {2, 4, 8}) names.push_back(SkinnyConfig{Family::kMmaSmem, t, bm, 4, 0, 0, c}.name());
-    }
   }
   return names;
 }

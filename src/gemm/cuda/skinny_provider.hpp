@@ -9,12 +9,10 @@
 //   skinny_mma_<dtype>_bm<rows per block: 16|32>_wk<warps along K: 4|8>_ks<auto|1..64> (n <= 64)
 //   skinny_mmap_<dtype>_bm<16|32>_wk<4|8>_ks<...>  (n <= 64; the MMA kernel with two register
 //                                                    stages of weight loads, software-pipelined)
-//   skinny_mmas_<dtype>_bm<16|32|64>_wk4_ks<...>   (n <= 64; the MMA kernel fed by a multi-stage
-//                                                    cp.async shared-memory pipeline, ldmatrix)
 // and, for any family, ks w<1..8>: wave-balanced splits (any count, not only powers of two, so
 // the grid gives >= W waves of resident blocks with the last one >= 90 % full; partial traffic
-// capped at 1/8 of the weight bytes); mmap and mmas, ks c<2|4> (mmas also c8): K split over a
-// thread-block cluster of that many blocks, reduced in distributed shared memory (sm_90, no workspace, one kernel).
+// capped at 1/8 of the weight bytes); mmap only, ks c<2|4>: K split over a thread-block cluster
+// of that many blocks, reduced in distributed shared memory (sm_90, no workspace, one kernel).
 // dtype is bf16, fp16 or fp8e4m3 (the A/B type). ks is the number of K splits: auto sizes the grid
 // from the device's SM count and the kernel's occupancy (at least one full wave), a number fixes it
 // (fewer when K holds fewer split granules). The token tile (1/2/4/8 tokens for the GEMV, 8/16/32/64
