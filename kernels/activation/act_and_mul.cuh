@@ -98,8 +98,8 @@ kernel_act_and_mul(const __grid_constant__ ActAndMulParams p) {
     for (int i = 0; i < ITEMS; ++i) {
       const int v = first + i * blockDim.x;
       if (v < nvec) {
-        g[i] = load_vec_stream<V>(gate + v * VEC);
-        u[i] = load_vec_stream<V>(up + v * VEC);
+        g[i] = load_vec<V, LoadPolicy::kStream>(gate + v * VEC);
+        u[i] = load_vec<V, LoadPolicy::kStream>(up + v * VEC);
       }
     }
 #pragma unroll
@@ -142,8 +142,8 @@ kernel_act_and_mul_rows(const __grid_constant__ ActAndMulParams p) {
     for (int i = 0; i < ROWS; ++i) {
       if (r0 + i < p.rows) {
         const T* gate = static_cast<const T*>(p.x) + (r0 + i) * p.x_stride;
-        g[i] = load_vec_stream<V>(gate + v * VEC);
-        u[i] = load_vec_stream<V>(gate + p.d + v * VEC);
+        g[i] = load_vec<V, LoadPolicy::kStream>(gate + v * VEC);
+        u[i] = load_vec<V, LoadPolicy::kStream>(gate + p.d + v * VEC);
       }
     }
 #pragma unroll

@@ -84,31 +84,25 @@ template <> struct Word<2> { using type = unsigned short; };
 template <> struct Word<1> { using type = unsigned char; };
 }  // namespace detail
 
-/// Coherent load (the buffer may be written by this kernel, e.g. the residual or an in-place x).
-template <class V>
+/// Cache policy of a vector load.
+enum class LoadPolicy {
+  kCoherent,  ///< plain load: the buffer may be written by this kernel (the residual, an in-place x)
+  kReadOnly,  ///< read-only path (ld.global.nc): no kernel of this launch writes it (weights)
+  kStream,    ///< streaming, evict-first (ld.global.cs): data read exactly once
+};
+
+template <class V, LoadPolicy P = LoadPolicy::kCoherent>
 __device__ __forceinline__ V load_vec(const void* p) {
   using W = typename detail::Word<sizeof(V)>::type;
-  W w = *static_cast<const W*>(p);
-  V v;
-  memcpy(&v, &w, sizeof(V));
-  return v;
-}
-
-/// Load through the read-only path, for buffers no kernel of this launch writes (weights).
-template <class V>
-__device__ __forceinline__ V load_vec_ro(const void* p) {
-  using W = typename detail::Word<sizeof(V)>::type;
-  W w = __ldg(static_cast<const W*>(p));
-  V v;
-  memcpy(&v, &w, sizeof(V));
-  return v;
-}
-
-/// Streaming load (evict-first): data read exactly once.
-template <class V>
-__device__ __forceinline__ V load_vec_stream(const void* p) {
-  using W = typename detail::Word<sizeof(V)>::type;
-  W w = __ldcs(static_cast<const W*>(p));
+  const W* q = static_cast<const W*>(p);
+  W w;
+  if constexpr (P == LoadPolicy::kReadOnly) {
+    w = __ldg(q);
+  } else if constexpr (P == LoadPolicy::kStream) {
+    w = __ldcs(q);
+  } else {
+    w = *q;
+  }
   V v;
   memcpy(&v, &w, sizeof(V));
   return v;

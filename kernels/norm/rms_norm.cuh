@@ -121,7 +121,7 @@ __device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int t
     if (live && v < nvec) {
       xv[i] = load_vec<V>(x + v * VEC);
       if (res) rv[i] = load_vec<V>(res + v * VEC);
-      if constexpr (EARLY_W) wv[i] = load_vec_ro<V>(w + v * VEC);
+      if constexpr (EARLY_W) wv[i] = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
     }
   }
   float ss = 0.0f;
@@ -144,7 +144,7 @@ __device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int t
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const int v = i * group + t;
-      if (live && v < nvec) wv[i] = load_vec_ro<V>(w + v * VEC);
+      if (live && v < nvec) wv[i] = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
     }
   }
   ss = group_reduce(ss, group_warps, scratch[0], SumOp{});
@@ -240,7 +240,7 @@ kernel_rms_norm_staged(const __grid_constant__ RmsNormParams p, bool stage) {
     float amax = 0.0f;
     for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
       const V xv = row_vec(v);
-      const V wv = load_vec_ro<V>(w + v * VEC);
+      const V wv = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
 #pragma unroll
       for (int j = 0; j < VEC; ++j)
         amax = fmaxf(amax, fabsf(rms_norm_value(xv.v[j], wv.v[j], inv_rms, p.gemma)));
@@ -251,7 +251,7 @@ kernel_rms_norm_staged(const __grid_constant__ RmsNormParams p, bool stage) {
   OutT* out = static_cast<OutT*>(p.out) + row * p.out_stride;
   for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
     const V xv = row_vec(v);
-    const V wv = load_vec_ro<V>(w + v * VEC);
+    const V wv = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
     VO o;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
@@ -297,7 +297,7 @@ kernel_rms_norm_cluster(const __grid_constant__ RmsNormParams p, int cluster_blo
     if (v < end) {
       xv[i] = load_vec<V>(x + v * VEC);
       if (res) rv[i] = load_vec<V>(res + v * VEC);
-      wv[i] = load_vec_ro<V>(w + v * VEC);
+      wv[i] = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
     }
   }
   float ss = 0.0f;
