@@ -9,8 +9,7 @@ namespace tunable::bench {
 __global__ void kernel_empty() {}
 
 __global__ void kernel_empty_pdl() {
-  kernels::pdl_wait();
-  kernels::pdl_launch_dependents();
+  kernels::pdl_prologue([] {});
 }
 
 cudaError_t launch_empty_kernel(cudaStream_t stream, bool pdl) {

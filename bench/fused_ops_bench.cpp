@@ -298,6 +298,7 @@ struct Args {
   std::string anchors, torch;
   int reps = 20;
   int b2b_iters = 200;
+  std::size_t graph_calls = 100;
   int verbose = 0;
   bool quick = false;
   bool untuned = false;
@@ -367,7 +368,10 @@ int run(const Args& args) {
         check(inst.call(ctx, 0, s), op.name.c_str());
         check(cudaStreamSynchronize(s), "tuning call");
         const Call call = [&](std::size_t i) { check(inst.call(ctx, i, s), op.name.c_str()); };
-        const double g = graph_us(s, inst.copies(), call, args.reps);
+        // Whole rotations, and enough calls that the graph's own launch is amortized (with 2-5
+        // copies per graph it added ~1 us per call at 1024+ rows).
+        const std::size_t per_graph = inst.copies() * ((args.graph_calls + inst.copies() - 1) / inst.copies());
+        const double g = graph_us(s, per_graph, call, args.reps);
         const double b = b2b_us(s, std::max<std::size_t>(args.b2b_iters, inst.copies()), call);
         // Few rows only: the same op on two alternating copies that stay in L2, as in decode where
         // the previous kernel has just written x. Reported next to the rotated (DRAM) time, never
@@ -454,6 +458,10 @@ int main(int argc, char** argv) {
   app.add_option("--torch", a.torch, "JSON written by bench/fused_ops_torch.py to compare with");
   app.add_option("--reps", a.reps, "graph replays per shape")->capture_default_str();
   app.add_option("--b2b-iters", a.b2b_iters, "back-to-back calls per shape (at least the copies)")
+      ->capture_default_str();
+  app.add_option("--graph-calls", a.graph_calls,
+                 "calls per timed graph, rounded up to whole rotations of the input copies")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--verbose", a.verbose, "tuning log level 0-3")->capture_default_str();
   app.add_flag("--quick", a.quick, "rows 1, 64, 4096 at hidden 4096 only");

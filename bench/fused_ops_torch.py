@@ -1,6 +1,6 @@
 # PyTorch baselines of the fused-op benchmark (bench/fused_ops_bench.cpp): eager and torch.compile,
-# each graph-timed (all rotated calls captured in one CUDA graph, replays timed with events,
-# per-call median) and back-to-back (an event between consecutive calls, per-call median), with
+# each graph-timed (>= --graph-calls calls cycling through the rotated inputs, captured in one CUDA
+# graph, replays timed with events, per-call median) and back-to-back (an event between consecutive calls, per-call median), with
 # inputs rotated over > 2x L2. Same ops, shapes and byte counts as the C++ driver; the JSON it
 # writes is what `tunable_fused_bench --torch FILE` reads.
 # Usage: python3 fused_ops_torch.py OUT.json [--ops add_rmsnorm,silu_and_mul] [--dtype bf16]
@@ -16,6 +16,8 @@ ap.add_argument("--rows", default="1,16,64,128,1024,2048,4096,8192")
 ap.add_argument("--hidden", default="4096,8192,16384")
 ap.add_argument("--reps", type=int, default=20)
 ap.add_argument("--b2b-iters", type=int, default=200)
+ap.add_argument("--graph-calls", type=int, default=100,
+                help="calls per timed graph, rounded up to whole rotations of the input copies")
 ap.add_argument("--quick", action="store_true", help="rows 1,64,4096 at hidden 4096")
 args = ap.parse_args()
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
@@ -87,7 +89,10 @@ OPS = {
 }
 
 
-def graph_us(fns, reps):
+def graph_us(fns, reps, calls=None):
+    # `calls` (default: one per function) cycles through fns: whole rotations, enough calls that the
+    # graph's own launch is amortized.
+    calls = calls or len(fns)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -98,10 +103,12 @@ def graph_us(fns, reps):
     # Every call's outputs stay alive until the graph is gone: otherwise the graph's pool hands each
     # call the same output memory and the writes never leave L2, while our kernels write rotating
     # buffers that do.
-    keep = []
+    # Outputs of the last len(fns) calls are alive at any time, so the pool rotates output memory
+    # with the same period as the inputs.
+    keep = [None] * len(fns)
     with torch.cuda.graph(g):
-        for f in fns:
-            keep.append(f())
+        for i in range(calls):
+            keep[i % len(fns)] = fns[i % len(fns)]()
     for _ in range(2):
         g.replay()
     torch.cuda.synchronize()
@@ -109,7 +116,7 @@ def graph_us(fns, reps):
     ts = []
     for _ in range(reps):
         e0.record(); g.replay(); e1.record(); e1.synchronize()
-        ts.append(e0.elapsed_time(e1) / len(fns) * 1e3)
+        ts.append(e0.elapsed_time(e1) / calls * 1e3)
     del g, keep
     ts.sort()
     return ts[len(ts) // 2]
@@ -155,9 +162,11 @@ for name in args.ops.split(","):
             eager = [(lambda d=d: fn(*d)) for d in data]
             comp = [(lambda d=d: cfn(*d)) for d in data]
             iters = max(args.b2b_iters, copies)
+            per_graph = copies * -(-args.graph_calls // copies)
             r = dict(op=name, dtype=args.dtype, rows=n, hidden=h, cols=2 * h if is_act else h, bytes=per_copy,
                      floor_us=per_copy / BW * 1e6, copies=copies, compile_s=compile_s,
-                     eager_graph_us=graph_us(eager, args.reps), compiled_graph_us=graph_us(comp, args.reps),
+                     eager_graph_us=graph_us(eager, args.reps, per_graph),
+                     compiled_graph_us=graph_us(comp, args.reps, per_graph),
                      eager_b2b_us=b2b_us(eager, iters), compiled_b2b_us=b2b_us(comp, iters))
             rows_out.append(r)
             print(f"{name:20s} [{n},{r['cols']}] eager {r['eager_graph_us']:8.2f}us graph {r['eager_b2b_us']:8.2f}us b2b"

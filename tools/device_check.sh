@@ -3,17 +3,24 @@
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
 #   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
-# GTEST_FILTER_ALL, SAN_* (sanitize step, see there), FUSED_ARGS (e.g. --verbose 2: every
+# DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
+# SAN_* (sanitize step, see there), FUSED_ARGS (e.g. --verbose 2: every
 # candidate's time), BENCH_RESULTS / BENCH_ARGS (bench steps; to verify a results file tuned in an
 # earlier call on the same GPU kind, point BENCH_RESULTS at it).
 set -uo pipefail
 # Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
 [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
+# Optional further builds for A/B runs in one call (.devcarry/NAME.tar.xz holding NAME/libtunable.so
+# and NAME/bench/..., e.g. the commit before a change): DEV_BUILD=NAME selects one.
+for f in .devcarry/*.tar.xz; do
+  n=$(basename "$f" .tar.xz)
+  [ "$n" != pack ] && [ ! -f ".devcarry/.unpacked_$n" ] && tar xJf "$f" && touch ".devcarry/.unpacked_$n"
+done
 OUT="${OUT:-$PWD/device_out}"
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build:$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
+B="${DEV_BUILD:-build}"
+export LD_LIBRARY_PATH="$PWD/$B:$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
-B=build
 RES="${BENCH_RESULTS:-$OUT/bench_results.csv}"
 BENCH_ENV=(${BENCH_ENV_OVERRIDE:-TUNABLE_VERBOSE=0})  # library defaults unless overridden
 

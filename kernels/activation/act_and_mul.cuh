@@ -83,9 +83,15 @@ __global__ void __launch_bounds__(kActMaxThreads)
 kernel_act_and_mul(const __grid_constant__ ActAndMulParams p) {
   using V = Vec<T, VEC>;
   using VO = Vec<OutT, VEC>;
-  pdl_wait();
-  pdl_launch_dependents();
   const int nvec = p.d / VEC;
+  pdl_prologue([&] {
+    // This block's vectors of its first row, in gate and in up.
+    const std::int64_t v0 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x * ITEMS;
+    const std::int64_t n = min(static_cast<std::int64_t>(blockDim.x) * ITEMS, nvec - v0);
+    const T* gate = static_cast<const T*>(p.x) + blockIdx.y * p.x_stride + v0 * VEC;
+    prefetch_l2(gate, n * VEC * static_cast<std::int64_t>(sizeof(T)));
+    prefetch_l2(gate + p.d, n * VEC * static_cast<std::int64_t>(sizeof(T)));
+  });
   const int first = blockIdx.x * blockDim.x * ITEMS + threadIdx.x;
   float qinv = 1.0f;
   if constexpr (kIsFp8<OutT>) qinv = 1.0f / __ldg(p.scale);
@@ -98,8 +104,8 @@ kernel_act_and_mul(const __grid_constant__ ActAndMulParams p) {
     for (int i = 0; i < ITEMS; ++i) {
       const int v = first + i * blockDim.x;
       if (v < nvec) {
-        g[i] = load_vec<V, LoadPolicy::kStream>(gate + v * VEC);
-        u[i] = load_vec<V, LoadPolicy::kStream>(up + v * VEC);
+        g[i] = load_vec<V>(gate + v * VEC);
+        u[i] = load_vec<V>(up + v * VEC);
       }
     }
 #pragma unroll
@@ -128,9 +134,17 @@ __global__ void __launch_bounds__(kActMaxThreads)
 kernel_act_and_mul_rows(const __grid_constant__ ActAndMulParams p) {
   using V = Vec<T, VEC>;
   using VO = Vec<OutT, VEC>;
-  pdl_wait();
-  pdl_launch_dependents();
   const int nvec = p.d / VEC;
+  pdl_prologue([&] {
+    // This block's vectors of its first ROWS rows, in gate and in up.
+    const std::int64_t v0 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x;
+    const std::int64_t bytes = min(static_cast<std::int64_t>(blockDim.x), nvec - v0) * VEC * static_cast<std::int64_t>(sizeof(T));
+    for (std::int64_t r = static_cast<std::int64_t>(blockIdx.y) * ROWS; r < (blockIdx.y + 1ll) * ROWS && r < p.rows; ++r) {
+      const T* gate = static_cast<const T*>(p.x) + r * p.x_stride + v0 * VEC;
+      prefetch_l2(gate, bytes);
+      prefetch_l2(gate + p.d, bytes);
+    }
+  });
   const int v = blockIdx.x * blockDim.x + threadIdx.x;
   if (v >= nvec) return;
   float qinv = 1.0f;
@@ -142,8 +156,8 @@ kernel_act_and_mul_rows(const __grid_constant__ ActAndMulParams p) {
     for (int i = 0; i < ROWS; ++i) {
       if (r0 + i < p.rows) {
         const T* gate = static_cast<const T*>(p.x) + (r0 + i) * p.x_stride;
-        g[i] = load_vec<V, LoadPolicy::kStream>(gate + v * VEC);
-        u[i] = load_vec<V, LoadPolicy::kStream>(gate + p.d + v * VEC);
+        g[i] = load_vec<V>(gate + v * VEC);
+        u[i] = load_vec<V>(gate + p.d + v * VEC);
       }
     }
 #pragma unroll

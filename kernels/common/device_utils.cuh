@@ -88,8 +88,9 @@ template <> struct Word<1> { using type = unsigned char; };
 enum class LoadPolicy {
   kCoherent,  ///< plain load: the buffer may be written by this kernel (the residual, an in-place x)
   kReadOnly,  ///< read-only path (ld.global.nc): no kernel of this launch writes it (weights)
-  kStream,    ///< streaming, evict-first (ld.global.cs): data read exactly once
 };
+// No evict-first (ld.global.cs) policy: on the H100 it made act-and-mul 3-4 % slower than plain
+// loads at 100-400 MB (bench/results/2026-11-22-h100-fused-ops-round4/).
 
 template <class V, LoadPolicy P = LoadPolicy::kCoherent>
 __device__ __forceinline__ V load_vec(const void* p) {
@@ -98,8 +99,6 @@ __device__ __forceinline__ V load_vec(const void* p) {
   W w;
   if constexpr (P == LoadPolicy::kReadOnly) {
     w = __ldg(q);
-  } else if constexpr (P == LoadPolicy::kStream) {
-    w = __ldcs(q);
   } else {
     w = *q;
   }
@@ -185,9 +184,10 @@ __device__ __forceinline__ V cluster_reduce(V v, V* slot, Op op) {
 
 // ---- programmatic dependent launch (sm_90+) -------------------------------------------------------
 
-/// First statement of every fused-op kernel: waits until the previous grid in the stream has
-/// completed and its writes are visible (a no-op without a programmatic launch). Nothing may touch
-/// global memory before it, so a PDL launch is exactly as safe as a serialized one.
+/// Waits until the previous grid in the stream has completed and its writes are visible (a no-op
+/// without a programmatic launch). No value may be loaded from or stored to global memory before
+/// it, so a PDL launch is exactly as safe as a serialized one; only L2 prefetch hints may precede
+/// it (pdl_prologue).
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -200,6 +200,61 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+/// Threads one SM holds at most (sm_80 .. sm_90): sizes the first-wave estimate of pdl_prologue.
+inline constexpr int kMaxThreadsPerSm = 2048;
+
+/// Whether this block is (at most) in the grid's first wave: its linear index is below
+/// SM ids x the blocks one SM holds by thread count alone. %nsmid can exceed the SMs present and
+/// registers or shared memory can lower the occupancy, so this errs towards "yes", which only
+/// costs a later block a few redundant prefetches.
+__device__ __forceinline__ bool in_first_wave() {
+  unsigned nsm = 0;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned long long linear =
+      blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
+  return linear < static_cast<unsigned long long>(nsm) * (kMaxThreadsPerSm / threads);
+}
+
+/// Pulls the 128-byte lines of [p, p + bytes) into L2, the block's threads taking every
+/// blockDim.x-th line. A hint: nothing reaches registers or L1, and L2 is the point of coherence
+/// for the preceding grid's writes, so it can run before pdl_wait.
+__device__ __forceinline__ void prefetch_l2(const void* p, std::int64_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (bytes <= 0) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = a & ~static_cast<std::uintptr_t>(127);
+  const std::int64_t lines = static_cast<std::int64_t>((a + bytes - first + 127) / 128);
+  for (std::int64_t l = threadIdx.x; l < lines; l += blockDim.x)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(first + static_cast<std::uintptr_t>(l) * 128));
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+/// This block's share of a buffer that every block reads (the norm weight): the buffer split into
+/// equal 128-byte-aligned chunks over the grid's blocks, so it is requested once, not per block.
+__device__ __forceinline__ void prefetch_l2_share(const void* p, std::int64_t bytes) {
+  const std::int64_t blocks = static_cast<std::int64_t>(gridDim.x) * gridDim.y * gridDim.z;
+  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(gridDim.x) * (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
+  const std::int64_t chunk = ((bytes + blocks - 1) / blocks + 127) / 128 * 128;
+  const std::int64_t begin = linear * chunk;
+  if (begin < bytes) prefetch_l2(static_cast<const char*>(p) + begin, bytes - begin < chunk ? bytes - begin : chunk);
+}
+
+/// First statements of every fused-op kernel. Triggers the next programmatic launch (it waits for
+/// this grid in its own prologue, so only its launch and prefetches overlap this kernel); in the
+/// grid's first wave, `prefetch()` pulls the block's inputs into L2 (prefetch_l2 only), so their
+/// DRAM latency overlaps the preceding kernel's tail instead of following it; then waits for the
+/// preceding grid. Later waves start after the wait has resolved and skip the hints.
+template <class Prefetch>
+__device__ __forceinline__ void pdl_prologue(Prefetch&& prefetch) {
+  pdl_launch_dependents();
+  if (in_first_wave()) prefetch();
+  pdl_wait();
 }
 
 /// Whether `kernel` may be launched with programmatic stream serialization on the current device:

@@ -332,10 +332,11 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
-/// Bytes of its weight rows one block pulls into L2 before it may read anything: about what the
-/// block streams in the 1-2 us a preceding grid's tail lasts (~11 KB/us per block at 3 TB/s over
-/// 264 resident blocks).
-constexpr int kSkinnyPrefetchBytes = 32768;
+/// Bytes of its weight rows one block pulls into L2 before it may read anything. Measured on the
+/// H100 (bench/results/2026-11-22-h100-skinny-prefetch/): 16 KB beat 32 KB by 3-7 % at M = 1 on
+/// 4-50 MB weights and 64 KB lost 2-5 %; more hints delay the block's own loads (and those of the
+/// grid it overlaps) more than the early bytes save. 8 KB was within noise of 16 KB.
+constexpr int kSkinnyPrefetchBytes = 16384;
 
 /// Prologue of every skinny main kernel, launched programmatic-dependent (sm_90). The weight is
 /// almost never written by the preceding kernel, but it may be (a dequantization just before), so

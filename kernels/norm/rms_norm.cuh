@@ -8,8 +8,9 @@
 // output, so every byte is read from global memory once; a block holds several rows when the
 // row is short (one warp per row for small hidden sizes). The staged kernel serves any hidden
 // size with one block per row and the row kept in shared memory (re-read from global memory only
-// when it does not fit there). Launches are programmatic (PDL) on sm_90: a kernel waits for its
-// predecessor before touching memory, so only the launch latency overlaps.
+// when it does not fit there). Launches are programmatic (PDL) on sm_90: a kernel's first-wave
+// blocks only prefetch their inputs into L2 until the predecessor has finished (pdl_prologue), so
+// the launch and the DRAM latency overlap the predecessor's tail.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -97,8 +98,15 @@ __device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int t
   using V = Vec<T, VEC>;
   using VO = Vec<OutT, VEC>;
   __shared__ float scratch[2][32];
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_prologue([&] {
+    const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / threads_per_row);
+    const std::int64_t bytes = static_cast<std::int64_t>(p.hidden) * sizeof(T);
+    for (std::int64_t r = row0; r < row0 + blockDim.x / threads_per_row && r < p.rows; ++r) {
+      prefetch_l2(static_cast<const T*>(p.x) + r * p.x_stride, bytes);
+      if (p.residual) prefetch_l2(static_cast<const T*>(p.residual) + r * p.residual_stride, bytes);
+    }
+    prefetch_l2_share(p.weight, bytes);
+  });
   const int group = threads_per_row;
   const int group_warps = group >> 5;
   const int t = threadIdx.x % group;
@@ -208,9 +216,13 @@ kernel_rms_norm_staged(const __grid_constant__ RmsNormParams p, bool stage) {
   extern __shared__ uint4 smem_row[];
   __shared__ float scratch[2][32];
   V* cache = reinterpret_cast<V*>(smem_row);
-  pdl_wait();
-  pdl_launch_dependents();
   const std::int64_t row = blockIdx.x;
+  pdl_prologue([&] {
+    const std::int64_t bytes = static_cast<std::int64_t>(p.hidden) * sizeof(T);
+    prefetch_l2(static_cast<const T*>(p.x) + row * p.x_stride, bytes);
+    if (p.residual) prefetch_l2(static_cast<const T*>(p.residual) + row * p.residual_stride, bytes);
+    prefetch_l2_share(p.weight, bytes);
+  });
   const int nvec = p.hidden / VEC;
   const int warps = blockDim.x >> 5;
   const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
@@ -276,8 +288,6 @@ kernel_rms_norm_cluster(const __grid_constant__ RmsNormParams p, int cluster_blo
   using VO = Vec<OutT, VEC>;
   __shared__ float scratch[2][32];
   __shared__ float slot[2];
-  pdl_wait();
-  pdl_launch_dependents();
   const int rank = static_cast<int>(blockIdx.x % cluster_blocks);  // == the block's cluster rank
   const std::int64_t row = blockIdx.x / cluster_blocks;
   const int warps = blockDim.x >> 5;
@@ -285,6 +295,12 @@ kernel_rms_norm_cluster(const __grid_constant__ RmsNormParams p, int cluster_blo
   const int span = static_cast<int>(ceil_div(nvec, cluster_blocks));
   const int begin = rank * span;
   const int end = min(nvec, begin + span);
+  pdl_prologue([&] {
+    const std::int64_t bytes = static_cast<std::int64_t>(end - begin) * VEC * sizeof(T);
+    prefetch_l2(static_cast<const T*>(p.x) + row * p.x_stride + begin * VEC, bytes);
+    if (p.residual) prefetch_l2(static_cast<const T*>(p.residual) + row * p.residual_stride + begin * VEC, bytes);
+    if (row == 0) prefetch_l2(static_cast<const T*>(p.weight) + begin * VEC, bytes);
+  });
   const int t = threadIdx.x;
   const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
   const T* w = static_cast<const T*>(p.weight);
