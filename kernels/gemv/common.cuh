@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/device_utils.cuh"
+
 namespace tunable::kernels {
 
 enum class SkinnyIn : int { kBF16, kF16, kE4M3 };
@@ -314,22 +316,6 @@ __device__ __forceinline__ float* partial_at(const SkinnyParams& p, int s, int i
 __device__ __forceinline__ void emit(const SkinnyParams& p, int i, int j, float acc, float scale) {
   if (p.splits == 1) write_result(p, i, j, acc, scale);
   else *partial_at(p, blockIdx.y, i, j) = acc;
-}
-
-// ---- programmatic dependent launch (sm_90) ----------------------------------------------------------
-
-/// Lets the split-K reduction's blocks be scheduled while this grid drains.
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-/// Waits until the preceding grid has completed and its writes are visible.
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
 }
 
 /// Bytes of its weight rows one block pulls into L2 before it may read anything. Measured on the
