@@ -132,16 +132,15 @@ Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
                                          std::min(kCallsPerPrime, n - i));
       TUNABLE_CUDA_CHECK_LAUNCH();
     }
-    const int group = std::max(1, std::min(kGroup, n / 3));
+    const int group = event_group(n);
     if (i % group == 0 || i % kCallsPerPrime == 0)
       TUNABLE_CUDA_CHECK(cudaEventRecord(events_[i].get(), stream_));
     TUNABLE_RETURN_IF_ERROR(fn(i));
   }
   TUNABLE_CUDA_CHECK(cudaEventRecord(events_[n].get(), stream_));
   TUNABLE_CUDA_CHECK(cudaEventSynchronize(events_[n].get()));
-  // Calls are sampled in groups of up to kGroup (an event pair costs the GPU about as much as a
-  // tiny kernel): each call of a group is credited with the group's mean.
-  const int group = std::max(1, std::min(kGroup, n / 3));
+  // Each call of a group is credited with the group's mean.
+  const int group = event_group(n);
   for (int i = 0; i < n; i += group) {
     const int g = std::min(group, n - i);
     float ms = 0;

@@ -90,14 +90,19 @@ class CudaStream {
   cudaStream_t s_ = nullptr;
 };
 
-/// Times back-to-back calls on one stream: an event before every call and one after the last,
-/// so consecutive events bracket exactly one call and no synchronization separates them. Every
-/// kCallsPerPrime calls a sleep kernel first holds the GPU while the host queues them, so small
-/// kernels are timed as the GPU runs them (as in a CUDA graph), not at the host's launch rate.
+/// Times back-to-back calls on one stream: an event before every group of event_group(n) calls
+/// and one after the last, and no synchronization between them. Every kCallsPerPrime calls a sleep
+/// kernel first holds the GPU while the host queues them, so small kernels are timed as the GPU
+/// runs them (as in a CUDA graph), not at the host's launch rate.
 class EventTimer final : public Timer {
  public:
   static constexpr int kCallsPerPrime = 32;  // a multiple of kGroup
   static constexpr int kGroup = 8;
+  /// Calls one event pair brackets when n calls are timed: up to kGroup. An event between two
+  /// calls costs the GPU about a tiny kernel's time and stops a PDL kernel from overlapping its
+  /// predecessor, so every chunk the tuner compares (the 3-call first probe included) must be
+  /// grouped alike; per-call events made a 3 us kernel's probe read 5.5 us and pruned it.
+  static constexpr int event_group(int n) { return n < 1 ? 1 : n < kGroup ? n : kGroup; }
   /// prime_ns_per_call: how long the GPU is held per queued call; it must exceed the host's cost
   /// of one launch (20 us covers a direct library call; callers timing through more layers pass more).
   explicit EventTimer(cudaStream_t stream, int prime_ns_per_call = 20000)

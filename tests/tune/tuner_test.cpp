@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "cuda/cuda_util.hpp"
 #include "test_util.hpp"
 #include "tune/tunable_op.hpp"
 
@@ -392,6 +393,18 @@ TEST_F(OpFixture, CaptureMissRunsDefaultAndRecordsUntuned) {
   EXPECT_EQ(ctx.stats().tuned, 0u);
   EXPECT_EQ(clock.calls["Default"], 1);
   EXPECT_EQ(test::slurp(dir.file("untuned_cpu.csv")), "FakeTunableOp_float,size_9\n");
+}
+
+// The GPU timer brackets groups of calls with events; the chunks the tuner compares against each
+// other (the 3-call first probe against a 100-call median) must be grouped alike, or an event per
+// call inflates the short chunk (a 3 us kernel read 5.5 us) and every candidate is pruned.
+TEST(EventTimerGroups, FirstProbeIsOneGroupAndNoChunkIsPerCallBelowTheGroupSize) {
+  EXPECT_EQ(EventTimer::event_group(kFirstProbe), kFirstProbe);
+  for (int n = 1; n <= 200; ++n) {
+    const int g = EventTimer::event_group(n);
+    EXPECT_EQ(g, std::min(n, EventTimer::kGroup)) << "n = " << n;
+  }
+  EXPECT_EQ(EventTimer::kCallsPerPrime % EventTimer::kGroup, 0);
 }
 
 }  // namespace
