@@ -221,15 +221,19 @@ Status compare_on_device(const double* got, const double* ref, std::size_t n, co
   TUNABLE_CUDA_CHECK_LAUNCH();
   TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, out.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  *report = numerics_report(h, rms);
+  return Status::ok();
+}
+
+NumericsReport numerics_report(const kernels::CompareTotals& h, double ref_rms) {
   NumericsReport r;
-  r.ref_rms = rms;
+  r.ref_rms = ref_rms;
   r.bad_elements = h.bad;
   r.nonfinite = h.nonfinite;
   std::memcpy(&r.max_abs_err, &h.max_abs_bits, sizeof(double));
   std::memcpy(&r.max_rel_err, &h.max_rel_bits, sizeof(double));
   r.passed = h.bad == 0;
-  *report = r;
-  return Status::ok();
+  return r;
 }
 
 const cudaDeviceProp& device_properties(int ordinal) {

@@ -13,6 +13,9 @@
 #include "tunable/types.hpp"
 
 namespace tunable {
+namespace kernels {
+struct CompareTotals;
+}
 
 /// Device memory; move-only, freed in the destructor.
 class DeviceBuffer {
@@ -127,6 +130,10 @@ Status to_double(const void* src, DataType t, std::int64_t rows, std::int64_t co
 /// The elementwise check of compare_outputs() on the device: got/ref are dense doubles.
 Status compare_on_device(const double* got, const double* ref, std::size_t n, const Tolerance& tol,
                          NumericsReport* report, cudaStream_t stream);
+
+/// The tuner's report from the device comparison's totals (kernels/reference/gemm_reference.cuh),
+/// ref_rms the reference's root mean square the absolute tolerance was scaled by.
+NumericsReport numerics_report(const kernels::CompareTotals& totals, double ref_rms);
 
 /// Properties of the current device, read once per ordinal.
 const cudaDeviceProp& device_properties(int ordinal);

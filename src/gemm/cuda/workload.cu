@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "core/platform.hpp"
@@ -197,14 +196,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     }));
     TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, tot, sizeof h, cudaMemcpyDeviceToHost, s));
     TUNABLE_CUDA_CHECK(cudaStreamSynchronize(s));
-    NumericsReport r;
-    r.ref_rms = rms_;
-    r.bad_elements = h.bad;
-    r.nonfinite = h.nonfinite;
-    std::memcpy(&r.max_abs_err, &h.max_abs_bits, sizeof(double));
-    std::memcpy(&r.max_rel_err, &h.max_rel_bits, sizeof(double));
-    r.passed = h.bad == 0;
-    *rep = r;
+    *rep = numerics_report(h, rms_);
     return Status::ok();
   }
 
