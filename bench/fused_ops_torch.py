@@ -1,8 +1,8 @@
 # PyTorch baselines of the fused-op benchmark (bench/fused_ops_bench.cpp): eager and torch.compile,
 # each graph-timed (>= --graph-calls calls cycling through the rotated inputs, captured in one CUDA
 # graph, replays timed with events, per-call median) and back-to-back (an event between consecutive
-# calls, per-call median), with inputs rotated over > 2x L2. Same ops, shapes and byte counts as the C++ driver; the JSON it
-# writes is what `tunable_fused_bench --torch FILE` reads.
+# calls, per-call median), with inputs rotated over > 2x L2. Same ops, shapes and byte counts as
+# the C++ driver; the JSON it writes is what `tunable_fused_bench --torch FILE` reads.
 # Usage: python3 fused_ops_torch.py OUT.json [--ops add_rmsnorm,silu_and_mul] [--dtype bf16]
 #          [--rows 1,16,64,128,1024,2048,4096,8192] [--hidden 4096,8192,16384] [--quick]
 import argparse, json, time, torch

@@ -334,20 +334,12 @@ constexpr int kSkinnyPrefetchBytes = 16384;
 __device__ __forceinline__ void skinny_prologue(const SkinnyParams& p, int row0, int rows, int kb, int ke,
                                                 int elem) {
   pdl_launch_dependents();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const long long seg = static_cast<long long>(ke - kb) * elem;
   long long per_row = kSkinnyPrefetchBytes / rows;
   if (per_row < 512) per_row = 512;
   if (per_row > seg) per_row = seg;
-  const int lines = static_cast<int>((per_row + 127) / 128);
-  const int last = min(rows, p.m - row0);
-  for (int i = threadIdx.x; i < last * lines; i += blockDim.x) {
-    const int r = i / lines, l = i - r * lines;
-    const unsigned char* a = static_cast<const unsigned char*>(p.w) +
-                             (static_cast<size_t>(row0 + r) * p.lda + kb) * elem + static_cast<size_t>(l) * 128;
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
-  }
-#endif
+  prefetch_l2_rows(static_cast<const unsigned char*>(p.w) + (static_cast<size_t>(row0) * p.lda + kb) * elem,
+                   static_cast<std::int64_t>(p.lda) * elem, min(rows, p.m - row0), per_row);
   pdl_wait();
 }
 
