@@ -152,7 +152,8 @@ cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
 /// 128-register budget (16 warps per SM) and larger ones get 255 registers (8 warps per SM).
 template <class Tr>
 constexpr int skinny_mmap_min_blocks(int wm, int wn, int kw) {
-  return wm * wn <= 2 && !(Tr::kBytes == 1 && wm * wn == 2) ? 16 / kw : 8 / kw;
+  const int per_sm_warps = wm * wn <= 2 && !(Tr::kBytes == 1 && wm * wn == 2) ? 16 : 8;
+  return per_sm_warps / kw > 0 ? per_sm_warps / kw : 1;  // 16 warps of 512 threads: 128 at most
 }
 
 /// CS > 1: cluster split-K. The CS blocks of a (1, CS, 1) thread-block cluster (sm_90) take the CS
@@ -286,7 +287,18 @@ cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
-/// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, n <= 64;
+/// Calls fn(integral_constant<KW>) for k_warps in {4, 8}, and 16 for 16-row blocks: 16 warps on one
+/// 16-row block hold a whole SM's 16 warps (the 128-register budget) in one block, so grids of
+/// 128-264 row blocks fill the device without split-K, and every row has 4 KB of loads in flight
+/// (bench/NOTES-skinny.md round 7).
+template <int WM, class Fn>
+cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
+  if constexpr (WM == 1) return skinny_dispatch_int<4, 8, 16>(k_warps, std::forward<Fn>(fn));
+  return skinny_dispatch_int<4, 8>(k_warps, std::forward<Fn>(fn));
+}
+
+/// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at
+/// 16 rows), n <= 64;
 /// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored).
 inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
                                cudaStream_t stream) {
@@ -298,7 +310,7 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const S
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-        return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+        return skinny_dispatch_k_warps<wm.value>(k_warps, [&](auto kw) {
           return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
             return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value>(l, dev, stream);
           });
@@ -308,7 +320,8 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const S
   });
 }
 
-/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8}, l.p.n <= 64.
+/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at 16 rows),
+/// l.p.n <= 64.
 inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
                               cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
@@ -319,7 +332,7 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const Sk
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-        return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+        return skinny_dispatch_k_warps<wm.value>(k_warps, [&](auto kw) {
           return skinny_mma_launch<Tr, wm.value, wn.value, kw.value>(l, dev, stream);
         });
       });
