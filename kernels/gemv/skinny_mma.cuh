@@ -153,7 +153,9 @@ cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
 template <class Tr>
 constexpr int skinny_mmap_min_blocks(int wm, int wn, int kw) {
   const int per_sm_warps = wm * wn <= 2 && !(Tr::kBytes == 1 && wm * wn == 2) ? 16 : 8;
-  return per_sm_warps / kw > 0 ? per_sm_warps / kw : 1;  // 16 warps of 512 threads: 128 at most
+  // KW = 16 with the large tiles: one block of 16 warps, so 128 registers and spills (those
+  // variants are named and tested, not offered: candidate_configs keeps mmap wk16 to n <= 16).
+  return per_sm_warps / kw > 0 ? per_sm_warps / kw : 1;
 }
 
 /// CS > 1: cluster split-K. The CS blocks of a (1, CS, 1) thread-block cluster (sm_90) take the CS
