@@ -154,7 +154,8 @@ template <class Tr>
 constexpr int skinny_mmap_min_blocks(int wm, int wn, int kw) {
   const int per_sm_warps = wm * wn <= 2 && !(Tr::kBytes == 1 && wm * wn == 2) ? 16 : 8;
   // KW = 16 with the large tiles: one block of 16 warps, so 128 registers and spills (those
-  // variants are named and tested, not offered: candidate_configs keeps mmap wk16 to n <= 16).
+  // variants are named and tested, not offered: candidate_configs keeps mmap wk16 to 16 rows and
+  // n <= 16).
   return per_sm_warps / kw > 0 ? per_sm_warps / kw : 1;
 }
 
@@ -289,13 +290,13 @@ cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
-/// Calls fn(integral_constant<KW>) for k_warps in {4, 8}, and 16 for 16-row blocks: 16 warps on one
-/// 16-row block hold a whole SM's 16 warps (the 128-register budget) in one block, so grids of
-/// 128-264 row blocks fill the device without split-K, and every row has 4 KB of loads in flight
-/// (bench/NOTES-skinny.md round 7).
-template <int WM, class Fn>
+/// Calls fn(integral_constant<KW>) for k_warps in {4, 8, 16}; 16 only where `with16`. 16 warps on
+/// one block hold a whole SM's 16 warps (the 128-register budget), so grids of 128-264 row blocks
+/// fill the device without split-K, and every row of a 16-row block has 4 KB of loads in flight
+/// (bench/NOTES-skinny.md rounds 7 and 9).
+template <bool with16, class Fn>
 cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
-  if constexpr (WM == 1) return skinny_dispatch_int<4, 8, 16>(k_warps, std::forward<Fn>(fn));
+  if constexpr (with16) return skinny_dispatch_int<4, 8, 16>(k_warps, std::forward<Fn>(fn));
   return skinny_dispatch_int<4, 8>(k_warps, std::forward<Fn>(fn));
 }
 
@@ -312,7 +313,7 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const S
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-        return skinny_dispatch_k_warps<wm.value>(k_warps, [&](auto kw) {
+        return skinny_dispatch_k_warps<wm.value == 1>(k_warps, [&](auto kw) {
           return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
             return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value>(l, dev, stream);
           });
@@ -322,8 +323,7 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const S
   });
 }
 
-/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at 16 rows),
-/// l.p.n <= 64.
+/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16}, l.p.n <= 64.
 inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
                               cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
@@ -334,7 +334,7 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const Sk
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-        return skinny_dispatch_k_warps<wm.value>(k_warps, [&](auto kw) {
+        return skinny_dispatch_k_warps<true>(k_warps, [&](auto kw) {
           return skinny_mma_launch<Tr, wm.value, wn.value, kw.value>(l, dev, stream);
         });
       });

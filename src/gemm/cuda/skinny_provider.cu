@@ -40,7 +40,8 @@ struct SkinnyConfig {
   Family family = Family::kGemv;
   DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3
   int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32)
-  int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8, 16 at 16 rows)
+  int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8, 16;
+                     ///< mmap 16 only at 16 rows)
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
   int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
@@ -65,7 +66,8 @@ struct SkinnyConfig {
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
-    return (rows == 16 || rows == 32) && (width == 4 || width == 8 || (width == 16 && rows == 16));
+    return (rows == 16 || rows == 32) &&
+           (width == 4 || width == 8 || (width == 16 && (family == Family::kMma || rows == 16)));
   }
 
   /// Inverse of name(); nullopt for anything name() would not have produced.
@@ -286,8 +288,9 @@ class SkinnySolution final : public Solution<GemmArgs> {
 ///
 /// Added after the first H100 run (bench/NOTES-skinny.md, "Round 2"): the pipelined MMA kernel
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
-/// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows. At most
-/// 40 (n <= 8) and 39 (n > 8) before filtering.
+/// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
+/// the plain MMA kernel with 16 warps on 32 rows above 8 tokens. At most 40 (n <= 8) and 41 (n > 8)
+/// before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -350,6 +353,9 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add(Family::kMma, 16, 16, 0);
     add(Family::kMma, 16, 16, 1);
     add(Family::kMma, 16, 16, 2);
+    // Round 9 (2): 16 warps on 32 rows, half the x re-reads of 16-row blocks at 128 regs.
+    add(Family::kMma, 32, 16, 0);
+    add(Family::kMma, 32, 16, 1);
     if (d.n <= 16) {
       add(Family::kMmaPipe, 16, 16, 1);
       add_cluster(16, 16, 2);
@@ -423,6 +429,11 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int w : {2, 4}) names.push_back(SkinnyConfig{f, t, 16, 16, 0, w}.name());
     }
     for (int c : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, 16, 16, 0, 0, c}.name());
+  }
+  // Round 9: 16 warps on 32 rows, the plain MMA kernel, every split setting.
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMma, t, 32, 16, s}.name());
+    for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMma, t, 32, 16, 0, w}.name());
   }
   return names;
 }
