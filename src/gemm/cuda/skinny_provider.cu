@@ -1,6 +1,6 @@
 // Provider<GemmArgs> for the skinny GEMM kernels of kernels/gemv: configurations, their generated
 // names and the inverse parser, per-variant constraints (can_implement), split-K workspace sizing,
-// and the enumeration of the 10-40 variants worth timing for one decode problem.
+// and the enumeration of the 10-41 variants worth timing for one decode problem.
 #include "gemm/cuda/skinny_provider.hpp"
 
 #include <fmt/format.h>
