@@ -205,6 +205,11 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 /// Threads one SM holds at most (sm_80 .. sm_90): sizes the first-wave estimate of pdl_prologue.
 inline constexpr int kMaxThreadsPerSm = 2048;
 
+/// This block's index in the grid, x fastest (the order blocks are dispatched in).
+__device__ __forceinline__ std::int64_t block_linear() {
+  return blockIdx.x + static_cast<std::int64_t>(gridDim.x) * (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
+}
+
 /// Whether this block is (at most) in the grid's first wave: its linear index is below
 /// SM ids x the blocks one SM holds by thread count alone. %nsmid can exceed the SMs present and
 /// registers or shared memory can lower the occupancy, so this errs towards "yes", which only
@@ -213,9 +218,7 @@ __device__ __forceinline__ bool in_first_wave() {
   unsigned nsm = 0;
   asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
   const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-  const unsigned long long linear =
-      blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
-  return linear < static_cast<unsigned long long>(nsm) * (kMaxThreadsPerSm / threads);
+  return block_linear() < static_cast<std::int64_t>(nsm) * (kMaxThreadsPerSm / threads);
 }
 
 /// Pulls the 128-byte lines of [p, p + bytes) into L2, the block's threads taking every
@@ -258,9 +261,8 @@ __device__ __forceinline__ void prefetch_l2_rows(const void* base, std::int64_t 
 /// equal 128-byte-aligned chunks over the grid's blocks, so it is requested once, not per block.
 __device__ __forceinline__ void prefetch_l2_share(const void* p, std::int64_t bytes) {
   const std::int64_t blocks = static_cast<std::int64_t>(gridDim.x) * gridDim.y * gridDim.z;
-  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(gridDim.x) * (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
   const std::int64_t chunk = ((bytes + blocks - 1) / blocks + 127) / 128 * 128;
-  const std::int64_t begin = linear * chunk;
+  const std::int64_t begin = block_linear() * chunk;
   if (begin < bytes) prefetch_l2(static_cast<const char*>(p) + begin, bytes - begin < chunk ? bytes - begin : chunk);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <regex>
+#include <utility>
 
 #include "core/cuda_check.hpp"
 #include "kernels/gemv/skinny_gemv.cuh"
@@ -324,11 +325,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_waves(Family::kMma, 16, 8, 2);
     add_cluster(16, 8, 2);
     add_cluster(32, 4, 4);
-    // Round 7 (4): 16 warps on 16 rows.
-    add(Family::kMma, 16, 16, 0);
-    add(Family::kMma, 16, 16, 1);
-    add(Family::kMmaPipe, 16, 16, 1);
-    add_cluster(16, 16, 2);
   } else {
     for (int bm : {16, 32})
       for (int wk : {4, 8}) {
@@ -348,18 +344,20 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_waves(Family::kMma, 32, 4, 2);
     add_cluster(16, 8, 2);
     add_cluster(32, 4, 4);
-    // Round 7 (5): 16 warps on 16 rows; the pipelined kernel only while its two stages keep the
-    // 128-register budget (n <= 16).
-    add(Family::kMma, 16, 16, 0);
-    add(Family::kMma, 16, 16, 1);
+  }
+  // Round 7 (4-5): 16 warps on 16 rows; round 9 (2, above 8 tokens): 16 warps on 32 rows, half the
+  // x re-reads of 16-row blocks at 128 registers. The pipelined kernel only while its two stages
+  // keep the 128-register budget (n <= 16).
+  add(Family::kMma, 16, 16, 0);
+  add(Family::kMma, 16, 16, 1);
+  if (d.n > kMaxGemvTokens) {
     add(Family::kMma, 16, 16, 2);
-    // Round 9 (2): 16 warps on 32 rows, half the x re-reads of 16-row blocks at 128 regs.
     add(Family::kMma, 32, 16, 0);
     add(Family::kMma, 32, 16, 1);
-    if (d.n <= 16) {
-      add(Family::kMmaPipe, 16, 16, 1);
-      add_cluster(16, 16, 2);
-    }
+  }
+  if (d.n <= 16) {
+    add(Family::kMmaPipe, 16, 16, 1);
+    add_cluster(16, 16, 2);
   }
   return out;
 }
@@ -422,18 +420,14 @@ std::vector<std::string> skinny_gemm_variant_names() {
         for (int wk : {4, 8})
           names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, 0, c}.name());
   }
-  // Round 7: 16 warps on 16 rows, both MMA families, every split setting.
+  // Rounds 7 and 9: 16 warps on 16 rows (both MMA families) and on 32 rows (the plain one), every
+  // split setting.
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
-    for (Family f : {Family::kMma, Family::kMmaPipe}) {
-      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{f, t, 16, 16, s}.name());
-      for (int w : {2, 4}) names.push_back(SkinnyConfig{f, t, 16, 16, 0, w}.name());
+    for (const auto& [f, rows] : {std::pair{Family::kMma, 16}, {Family::kMmaPipe, 16}, {Family::kMma, 32}}) {
+      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{f, t, rows, 16, s}.name());
+      for (int w : {2, 4}) names.push_back(SkinnyConfig{f, t, rows, 16, 0, w}.name());
     }
     for (int c : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, 16, 16, 0, 0, c}.name());
-  }
-  // Round 9: 16 warps on 32 rows, the plain MMA kernel, every split setting.
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
-    for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMma, t, 32, 16, s}.name());
-    for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMma, t, 32, 16, 0, w}.name());
   }
   return names;
 }
