@@ -324,6 +324,63 @@ __device__ __forceinline__ void emit(const SkinnyParams& p, int i, int j, float 
 /// grid it overlaps) more than the early bytes save. 8 KB was within noise of 16 KB.
 constexpr int kSkinnyPrefetchBytes = 16384;
 
+// ---- timeline trace (bench/skinny_trace.cu builds with TUNABLE_SKINNY_TRACE; empty otherwise) ----
+//
+// Thread 0 of every block records when the block started, when its griddepcontrol.wait returned and
+// when its last warp finished (%globaltimer, comparable across SMs, and the SM's clock64), so the
+// per-call cost of back-to-back calls can be split into launch, release after the predecessor,
+// streaming and tail.
+
+#ifdef TUNABLE_SKINNY_TRACE
+struct SkinnyTraceRec {
+  unsigned long long t_entry, t_wait, t_exit;  // %globaltimer, ns
+  long long c_entry, c_wait, c_exit;           // clock64 of the block's SM
+  const void* w;
+  unsigned smid, block;
+};
+static __device__ SkinnyTraceRec* g_skinny_trace = nullptr;
+static __device__ unsigned g_skinny_trace_n = 0, g_skinny_trace_cap = 0;
+static __shared__ unsigned long long s_skinny_trace_t[2];
+static __shared__ long long s_skinny_trace_c[2];
+
+__device__ __forceinline__ unsigned long long skinny_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
+
+/// Records this block's start (0) or wait release (1).
+__device__ __forceinline__ void skinny_trace_mark(int what) {
+#ifdef TUNABLE_SKINNY_TRACE
+  if (threadIdx.x == 0) {
+    s_skinny_trace_t[what] = skinny_globaltimer();
+    s_skinny_trace_c[what] = clock64();
+  }
+#else
+  (void)what;
+#endif
+}
+
+/// Records the block's end once all its threads got here (the main kernels call it last).
+__device__ __forceinline__ void skinny_trace_exit(const void* w) {
+#ifdef TUNABLE_SKINNY_TRACE
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned i = atomicAdd(&g_skinny_trace_n, 1u);
+    if (i < g_skinny_trace_cap) {
+      unsigned smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      g_skinny_trace[i] = {s_skinny_trace_t[0], s_skinny_trace_t[1], skinny_globaltimer(),
+                           s_skinny_trace_c[0], s_skinny_trace_c[1], clock64(), w, smid,
+                           blockIdx.x + blockIdx.y * gridDim.x};
+    }
+  }
+#else
+  (void)w;
+#endif
+}
+
 /// Prologue of every skinny main kernel, launched programmatic-dependent (sm_90). The weight is
 /// almost never written by the preceding kernel, but it may be (a dequantization just before), so
 /// before griddepcontrol.wait the block only *prefetches* its first weight bytes into L2 (a hint:
@@ -333,6 +390,7 @@ constexpr int kSkinnyPrefetchBytes = 16384;
 /// elements [kb, ke) of `elem` bytes each.
 __device__ __forceinline__ void skinny_prologue(const SkinnyParams& p, int row0, int rows, int kb, int ke,
                                                 int elem) {
+  skinny_trace_mark(0);
   pdl_launch_dependents();
   const long long seg = static_cast<long long>(ke - kb) * elem;
   long long per_row = kSkinnyPrefetchBytes / rows;
@@ -341,6 +399,7 @@ __device__ __forceinline__ void skinny_prologue(const SkinnyParams& p, int row0,
   prefetch_l2_rows(static_cast<const unsigned char*>(p.w) + (static_cast<size_t>(row0) * p.lda + kb) * elem,
                    static_cast<std::int64_t>(p.lda) * elem, min(rows, p.m - row0), per_row);
   pdl_wait();
+  skinny_trace_mark(1);
 }
 
 }  // namespace skinny_detail

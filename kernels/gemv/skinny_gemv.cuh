@@ -92,6 +92,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     const int row = row0 + idx / MT, j = idx % MT;
     if (row < p.m && j < p.n) emit(p, row, j, acc[0], result_scale(p));
   }
+  skinny_trace_exit(p.w);
 }
 
 /// Rows of W one block covers.

@@ -108,6 +108,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
   }
 
   mma_block_epilogue<WM, WN, KW, 1>(p, acc, red, row0);
+  skinny_trace_exit(p.w);
 }
 
 /// Rows of W one block covers.
@@ -251,6 +252,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
   }
 
   mma_block_epilogue<WM, WN, KW, CS>(p, acc, red, row0);
+  skinny_trace_exit(p.w);
 }
 
 template <class Tr, int WM, int WN, int KW, int CS>

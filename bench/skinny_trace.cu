@@ -1,0 +1,249 @@
+// Timeline of back-to-back skinny GEMM calls (bench/NOTES-skinny.md round 10): every block of every
+// call records when it started, when its griddepcontrol.wait returned and when it finished, so the
+// per-call time splits into the release after the predecessor, the streaming and the tail. The
+// kernels are the library's own headers built with TUNABLE_SKINNY_TRACE (the hooks are empty in the
+// library), launched exactly as the provider launches them, on weights rotated through > L2.
+//
+//   tunable_skinny_trace --n 4096 --k 4096 --m 8 --kernel mmap --rows 16 --warps 8 [--graph]
+#define TUNABLE_SKINNY_TRACE 1
+
+#include <cuda_runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kernels/gemv/skinny_gemv.cuh"
+#include "kernels/gemv/skinny_mma.cuh"
+
+namespace {
+
+using tunable::kernels::SkinnyIn;
+using tunable::kernels::SkinnyLaunch;
+using tunable::kernels::skinny_detail::SkinnyTraceRec;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "skinny_trace: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Fresh non-zero bf16 values in [-1, 1) from a hash of the index (no host copy of 100s of MB).
+__global__ void fill_bf16(unsigned short* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float v = static_cast<float>(h & 0xffff) / 32768.f - 1.f + 1.f / 65536.f;
+    p[i] = static_cast<unsigned short>(__float_as_uint(v) >> 16);
+  }
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Per-block timeline of back-to-back skinny GEMM calls"};
+  int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48;
+  double rotate_mb = 400;
+  std::string kernel = "mmap", out;
+  bool graph = false;
+  app.add_option("--n", n, "weight rows (N of F.linear)");
+  app.add_option("--k", k, "reduction length");
+  app.add_option("--m", m, "tokens");
+  app.add_option("--kernel", kernel, "gemv, mma or mmap")->check(CLI::IsMember({"gemv", "mma", "mmap"}));
+  app.add_option("--rows", rows, "gemv: rows per warp; mma/mmap: block rows");
+  app.add_option("--warps", warps, "gemv: warps per block; mma/mmap: K warps");
+  app.add_option("--calls", calls, "back-to-back calls traced");
+  app.add_option("--rotate-mb", rotate_mb, "weight copies rotated through (MB)");
+  app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
+  app.add_option("--out", out, "JSON file for the per-call numbers");
+  CLI11_PARSE(app, argc, argv);
+
+  const size_t wbytes = size_t(n) * k * 2;
+  const int copies = std::max(2, static_cast<int>(rotate_mb * 1e6 / wbytes + 1));
+  std::vector<void*> w(copies);
+  for (auto& p : w) {
+    check(cudaMalloc(&p, wbytes), "weight");
+    fill_bf16<<<1024, 256>>>(static_cast<unsigned short*>(p), wbytes / 2, 7u + static_cast<unsigned>(&p - w.data()));
+  }
+  void *x, *y;
+  check(cudaMalloc(&x, size_t(m) * k * 2), "x");
+  check(cudaMalloc(&y, size_t(m) * n * 2), "y");
+  fill_bf16<<<64, 256>>>(static_cast<unsigned short*>(x), size_t(m) * k, 99u);
+  check(cudaGetLastError(), "fill");
+  const unsigned cap = 1u << 20;
+  SkinnyTraceRec* rec;
+  check(cudaMalloc(&rec, cap * sizeof(SkinnyTraceRec)), "trace");
+  check(cudaMemcpyToSymbol(tunable::kernels::skinny_detail::g_skinny_trace, &rec, sizeof rec), "symbol");
+  check(cudaMemcpyToSymbol(tunable::kernels::skinny_detail::g_skinny_trace_cap, &cap, sizeof cap), "symbol");
+  cudaStream_t s;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+
+  auto problem = [&](int c, void* out) {
+    SkinnyLaunch l;
+    l.p.w = w[c % copies];
+    l.p.x = x;
+    l.p.y = out;
+    l.p.lda = k;
+    l.p.ldb = k;
+    l.p.ldc = n;
+    l.p.m = n;
+    l.p.n = m;
+    l.p.k = k;
+    l.splits = 1;
+    return l;
+  };
+  auto launch_kind = [&](const std::string& kind, int c, void* out) {
+    using namespace tunable::kernels;
+    const SkinnyLaunch l = problem(c, out);
+    const cudaError_t e = kind == "gemv"  ? skinny_gemv(SkinnyIn::kBF16, rows, warps * 32, l, s)
+                          : kind == "mma" ? skinny_mma(SkinnyIn::kBF16, rows, warps, l, s)
+                                          : skinny_mmap(SkinnyIn::kBF16, 16, 8, l, s);
+    check(e, "launch");
+  };
+  auto launch = [&](int c) { launch_kind(kernel, c, y); };
+  {
+    // The kernel under study against the pipelined MMA kernel on the same inputs: the same sums in
+    // another order, so they may differ by the bf16 rounding of the result only.
+    void* y2;
+    check(cudaMalloc(&y2, size_t(m) * n * 2), "y2");
+    check(cudaMemsetAsync(y, 0xff, size_t(m) * n * 2, s), "poison");
+    launch_kind(kernel, 0, y);
+    launch_kind("mmap", 0, y2);
+    std::vector<unsigned short> a(size_t(m) * n), b(a.size());
+    check(cudaMemcpyAsync(a.data(), y, a.size() * 2, cudaMemcpyDeviceToHost, s), "copy");
+    check(cudaMemcpyAsync(b.data(), y2, b.size() * 2, cudaMemcpyDeviceToHost, s), "copy");
+    check(cudaStreamSynchronize(s), "check");
+    auto f = [](unsigned short h) {
+      const unsigned u = static_cast<unsigned>(h) << 16;
+      float v;
+      std::memcpy(&v, &u, sizeof v);
+      return v;
+    };
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double d = std::fabs(double(f(a[i])) - f(b[i])) / (std::fabs(double(f(b[i]))) + 1.0);
+      worst = std::isnan(d) ? 1e9 : std::max(worst, d);
+    }
+    std::printf("check against mmap: worst |diff| / (|y| + 1) = %.3g%s\n", worst, worst > 2e-2 ? "  MISMATCH" : "");
+    cudaFree(y2);
+  }
+  const unsigned zero = 0;
+  cudaGraphExec_t exec = nullptr;
+  if (graph) {
+    cudaGraph_t g;
+    check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int c = 0; c < calls; ++c) launch(c);
+    check(cudaStreamEndCapture(s, &g), "capture");
+    check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+  }
+  auto run = [&] {
+    if (graph) check(cudaGraphLaunch(exec, s), "graph launch");
+    else for (int c = 0; c < calls; ++c) launch(c);
+  };
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
+  run();  // warm-up (modules, TLB, clocks)
+  check(cudaStreamSynchronize(s), "warm-up");
+  check(cudaMemcpyToSymbol(tunable::kernels::skinny_detail::g_skinny_trace_n, &zero, sizeof zero), "reset");
+  check(cudaEventRecord(e0, s), "event");
+  run();
+  check(cudaEventRecord(e1, s), "event");
+  check(cudaStreamSynchronize(s), "run");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+  unsigned got = 0;
+  check(cudaMemcpyFromSymbol(&got, tunable::kernels::skinny_detail::g_skinny_trace_n, sizeof got), "count");
+  got = std::min(got, cap);
+  std::vector<SkinnyTraceRec> r(got);
+  check(cudaMemcpy(r.data(), rec, got * sizeof(SkinnyTraceRec), cudaMemcpyDeviceToHost), "copy");
+
+  // Calls are ordered by their wait release (no block of call c + 1 passes its wait before call c
+  // has finished); consecutive calls read different weight copies.
+  std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.t_wait < b.t_wait; });
+  std::vector<std::vector<SkinnyTraceRec>> call;
+  for (const auto& q : r) {
+    if (call.empty() || call.back().front().w != q.w) call.emplace_back();
+    call.back().push_back(q);
+  }
+  unsigned long long tick = ~0ull;  // the timer's granularity: smallest positive step seen
+  {
+    std::vector<unsigned long long> t;
+    for (const auto& q : r) t.insert(t.end(), {q.t_entry, q.t_wait, q.t_exit});
+    std::sort(t.begin(), t.end());
+    for (size_t i = 1; i < t.size(); ++i)
+      if (t[i] > t[i - 1]) tick = std::min(tick, t[i] - t[i - 1]);
+  }
+  nlohmann::json js = nlohmann::json::array();
+  std::vector<double> period, release, wait_spread, stream_med, tail, early, busy;
+  for (size_t c = 0; c < call.size(); ++c) {
+    auto& b = call[c];
+    std::vector<double> exits, waits, busy_c;
+    unsigned long long first_entry = ~0ull;
+    for (const auto& q : b) {
+      exits.push_back(static_cast<double>(q.t_exit));
+      waits.push_back(static_cast<double>(q.t_wait));
+      first_entry = std::min(first_entry, q.t_entry);
+      busy_c.push_back(static_cast<double>(q.t_exit - q.t_wait));
+    }
+    std::sort(exits.begin(), exits.end());
+    std::sort(waits.begin(), waits.end());
+    nlohmann::json cj = {{"blocks", b.size()},
+                         {"first_entry", first_entry},
+                         {"first_wait", waits.front()},
+                         {"last_wait", waits.back()},
+                         {"first_exit", exits.front()},
+                         {"median_exit", exits[exits.size() / 2]},
+                         {"last_exit", exits.back()}};
+    if (c > 0) {
+      const double prev_last = call[c - 1].empty() ? 0 : js[c - 1]["last_exit"].get<double>();
+      int n_early = 0;
+      for (const auto& q : b) n_early += static_cast<double>(q.t_entry) < prev_last;
+      cj["period"] = exits.back() - prev_last;
+      cj["release"] = waits.front() - prev_last;
+      cj["early_blocks"] = n_early;
+      // Steady state: skip the first calls (ramp) and the last (nothing follows).
+      if (c >= 4 && c + 2 < call.size()) {
+        period.push_back(exits.back() - prev_last);
+        release.push_back(waits.front() - prev_last);
+        wait_spread.push_back(waits.back() - waits.front());
+        stream_med.push_back(exits[exits.size() / 2] - waits.front());
+        tail.push_back(exits.back() - exits[exits.size() / 2]);
+        early.push_back(n_early);
+        busy.push_back(median(busy_c));
+      }
+    }
+    js.push_back(cj);
+  }
+  const double floor_us = (wbytes + size_t(m) * k * 2 + size_t(m) * n * 2) / 3.01e6;
+  std::printf(
+      "%s bm/rpw %d warps %d  n %d k %d m %d  %s: %.2f us/call by events (%d calls, %zu traced, %zu blocks/call)\n"
+      "  timer step %llu ns; medians over steady calls (ns): period %.0f | release after predecessor %.0f | "
+      "wait spread %.0f | release->median exit %.0f | median->last exit (tail) %.0f | block busy %.0f | "
+      "blocks resident before predecessor ended %.0f | floor at 3.01 TB/s %.0f\n",
+      kernel.c_str(), rows, warps, n, k, m, graph ? "graph" : "stream", ms * 1e3 / calls, calls, call.size(),
+      call.empty() ? size_t(0) : call[call.size() / 2].size(), tick, median(period), median(release),
+      median(wait_spread), median(stream_med), median(tail), median(busy), median(early), floor_us * 1e3);
+  if (!out.empty()) {
+    std::ofstream(out) << nlohmann::json{{"kernel", kernel}, {"rows", rows}, {"warps", warps}, {"n", n},
+                                         {"k", k}, {"m", m}, {"graph", graph}, {"us_per_call", ms * 1e3 / calls},
+                                         {"timer_step_ns", tick}, {"calls", js}}
+                              .dump(1);
+  }
+  return 0;
+}
