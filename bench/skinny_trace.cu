@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cuda_util.hpp"
 #include "kernels/gemv/skinny_gemv.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
 
@@ -35,15 +36,10 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// Fresh non-zero bf16 values in [-1, 1) from a hash of the index (no host copy of 100s of MB).
-__global__ void fill_bf16(unsigned short* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    const float v = static_cast<float>(h & 0xffff) / 32768.f - 1.f + 1.f / 65536.f;
-    p[i] = static_cast<unsigned short>(__float_as_uint(v) >> 16);
+void check(const tunable::Status& st, const char* what) {
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "skinny_trace: %s: %s\n", what, st.to_string().c_str());
+    std::exit(1);
   }
 }
 
@@ -78,13 +74,12 @@ int main(int argc, char** argv) {
   std::vector<void*> w(copies);
   for (auto& p : w) {
     check(cudaMalloc(&p, wbytes), "weight");
-    fill_bf16<<<1024, 256>>>(static_cast<unsigned short*>(p), wbytes / 2, 7u + static_cast<unsigned>(&p - w.data()));
+    check(tunable::fill_random(p, tunable::DataType::kBF16, wbytes / 2, 7 + (&p - w.data()), 1.f, nullptr), "fill");
   }
   void *x, *y;
   check(cudaMalloc(&x, size_t(m) * k * 2), "x");
   check(cudaMalloc(&y, size_t(m) * n * 2), "y");
-  fill_bf16<<<64, 256>>>(static_cast<unsigned short*>(x), size_t(m) * k, 99u);
-  check(cudaGetLastError(), "fill");
+  check(tunable::fill_random(x, tunable::DataType::kBF16, size_t(m) * k, 99, 1.f, nullptr), "fill");
   const unsigned cap = 1u << 20;
   SkinnyTraceRec* rec;
   check(cudaMalloc(&rec, cap * sizeof(SkinnyTraceRec)), "trace");
@@ -121,7 +116,7 @@ int main(int argc, char** argv) {
     // another order, so they may differ by the bf16 rounding of the result only.
     void* y2;
     check(cudaMalloc(&y2, size_t(m) * n * 2), "y2");
-    check(cudaMemsetAsync(y, 0xff, size_t(m) * n * 2, s), "poison");
+    check(tunable::fill_nan(y, tunable::DataType::kBF16, size_t(m) * n, s), "poison");
     launch_kind(kernel, 0, y);
     launch_kind("mmap", 0, y2);
     std::vector<unsigned short> a(size_t(m) * n), b(a.size());
@@ -191,6 +186,7 @@ int main(int argc, char** argv) {
   }
   nlohmann::json js = nlohmann::json::array();
   std::vector<double> period, release, wait_spread, stream_med, tail, early, busy;
+  double prev_last = 0;  // the previous call's last block exit
   for (size_t c = 0; c < call.size(); ++c) {
     auto& b = call[c];
     std::vector<double> exits, waits, busy_c;
@@ -211,7 +207,6 @@ int main(int argc, char** argv) {
                          {"median_exit", exits[exits.size() / 2]},
                          {"last_exit", exits.back()}};
     if (c > 0) {
-      const double prev_last = call[c - 1].empty() ? 0 : js[c - 1]["last_exit"].get<double>();
       int n_early = 0;
       for (const auto& q : b) n_early += static_cast<double>(q.t_entry) < prev_last;
       cj["period"] = exits.back() - prev_last;
@@ -229,6 +224,7 @@ int main(int argc, char** argv) {
       }
     }
     js.push_back(cj);
+    prev_last = exits.back();
   }
   const double floor_us = (wbytes + size_t(m) * k * 2 + size_t(m) * n * 2) / 3.01e6;
   std::printf(

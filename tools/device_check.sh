@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead pack
+#   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead
+#                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
 # SAN_* (sanitize step, see there), FUSED_ARGS (e.g. --verbose 2: every
 # candidate's time), BENCH_RESULTS / BENCH_ARGS (bench steps; to verify a results file tuned in an
-# earlier call on the same GPU kind, point BENCH_RESULTS at it).
+# earlier call on the same GPU kind, point BENCH_RESULTS at it), NCU_CASES / NCU_SOURCE /
+# NCU_VALIDATORS (ncu step), TRACE_CASES (trace step).
 set -uo pipefail
 # Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
 [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
@@ -81,6 +83,48 @@ for step in "$@"; do
       $B/bench/tunable_dispatch_overhead --benchmark_format=console --benchmark_repetitions=9 \
         --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true 2>&1 \
         | tee "$OUT/dispatch_overhead.txt" | tail -12 ;;
+    ncu)
+      # Nsight Compute on one launch of each named, persisted candidate, run by tunable_bench verify
+      # from a one-line results file: NCU_CASES="N,K,M,dtype,solution;..." (dtype bf16 | fp16). The
+      # validators come from a results file tuned on this GPU kind (a mismatch sets the file aside
+      # and the case would run Default). NCU_SOURCE: solutions whose per-SASS stall samples to keep.
+      W="$(mktemp -d)"
+      grep '^Validator,' "${NCU_VALIDATORS:-bench/results/2026-11-22-h100-skinny-bm32-wk16/bench_results0.csv}" > "$W/v.csv"
+      IFS=';' read -ra ncases <<< "${NCU_CASES:?set NCU_CASES}"
+      for c in "${ncases[@]}"; do
+        IFS=',' read -r n k m dt sol <<< "$c"
+        case "$dt" in bf16) op=GemmTunableOp_BFloat16_TN ;; fp16) op=GemmTunableOp_Half_TN ;; *) echo "ncu: dtype $dt"; continue ;; esac
+        tag="${n}x${k}_m${m}_${sol}"
+        printf 'model,layer,N,K\nprobe,x,%s,%s\n' "$n" "$k" > "$W/shapes.csv"
+        { cat "$W/v.csv"; printf '%s,tn_%s_%s_%s_ld_%s_%s_%s,%s,0.0\n' "$op" "$n" "$m" "$k" "$k" "$k" "$n" "$sol"; } > "$W/r0.csv"
+        echo "=== $tag" | tee -a "$OUT/ncu_skinny.txt"
+        timeout 150 ncu --clock-control none -k "regex:${NCU_KERNEL:-skinny}" --launch-skip 8 --launch-count 1 \
+          --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+          --section Occupancy --section LaunchStats --section SchedulerStats --section SourceCounters \
+          --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,smsp__inst_executed.sum \
+          -o "$W/$tag" -f $B/bench/tunable_bench verify --shapes "$W/shapes.csv" --file "$W/r.csv" --out "$W" \
+          --ms "$m" --dtypes "$dt" --no-graphs > "$W/run.log" 2>&1
+        echo "exit $?" >> "$OUT/ncu_skinny.txt"
+        grep -E "tunable_bench|error|match|$sol" "$W/run.log" | head -8 >> "$OUT/ncu_skinny.txt"
+        ncu --import "$W/$tag.ncu-rep" --page details >> "$OUT/ncu_skinny.txt" 2>&1
+        if [[ " ${NCU_SOURCE:-} " == *" $sol "* ]]; then
+          echo "=== $tag" >> "$OUT/ncu_source.txt"
+          ncu --import "$W/$tag.ncu-rep" --page source --csv --print-source sass >> "$OUT/ncu_source.txt" 2>&1
+        fi
+      done
+      grep -E "^===|^exit|Duration|DRAM Throughput" "$OUT/ncu_skinny.txt" | tail -20 ;;
+    trace)
+      # Per-block timeline of 48 back-to-back calls (bench/skinny_trace.cu), stream then graph:
+      # TRACE_CASES="kernel,rows,warps,n,k,m;..." (kernel gemv | mma | mmap).
+      IFS=';' read -ra tcases <<< "${TRACE_CASES:?set TRACE_CASES}"
+      for c in "${tcases[@]}"; do
+        IFS=',' read -r kern rows warps n k m <<< "$c"
+        for mode in stream graph; do
+          flag=(); [ "$mode" = graph ] && flag=(--graph)
+          $B/bench/tunable_skinny_trace --kernel "$kern" --rows "$rows" --warps "$warps" --n "$n" --k "$k" --m "$m" \
+            "${flag[@]}" --out "$OUT/trace_${kern}_${rows}_${warps}_${n}x${k}_m${m}_${mode}.json" 2>&1 | tee -a "$OUT/trace.txt"
+        done
+      done ;;
     pack)
       # The device tool brings back at most 8 files: bundle everything into one archive.
       (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .) ;;

@@ -327,21 +327,18 @@ constexpr int kSkinnyPrefetchBytes = 16384;
 // ---- timeline trace (bench/skinny_trace.cu builds with TUNABLE_SKINNY_TRACE; empty otherwise) ----
 //
 // Thread 0 of every block records when the block started, when its griddepcontrol.wait returned and
-// when its last warp finished (%globaltimer, comparable across SMs, and the SM's clock64), so the
-// per-call cost of back-to-back calls can be split into launch, release after the predecessor,
-// streaming and tail.
+// when its last warp finished (%globaltimer: comparable across SMs), and which weight it read (which
+// call it belongs to), so the per-call cost of back-to-back calls splits into the release after the
+// predecessor, the streaming and the tail.
 
 #ifdef TUNABLE_SKINNY_TRACE
 struct SkinnyTraceRec {
-  unsigned long long t_entry, t_wait, t_exit;  // %globaltimer, ns
-  long long c_entry, c_wait, c_exit;           // clock64 of the block's SM
+  unsigned long long t_entry, t_wait, t_exit;  // ns
   const void* w;
-  unsigned smid, block;
 };
 static __device__ SkinnyTraceRec* g_skinny_trace = nullptr;
 static __device__ unsigned g_skinny_trace_n = 0, g_skinny_trace_cap = 0;
 static __shared__ unsigned long long s_skinny_trace_t[2];
-static __shared__ long long s_skinny_trace_c[2];
 
 __device__ __forceinline__ unsigned long long skinny_globaltimer() {
   unsigned long long t;
@@ -353,10 +350,7 @@ __device__ __forceinline__ unsigned long long skinny_globaltimer() {
 /// Records this block's start (0) or wait release (1).
 __device__ __forceinline__ void skinny_trace_mark(int what) {
 #ifdef TUNABLE_SKINNY_TRACE
-  if (threadIdx.x == 0) {
-    s_skinny_trace_t[what] = skinny_globaltimer();
-    s_skinny_trace_c[what] = clock64();
-  }
+  if (threadIdx.x == 0) s_skinny_trace_t[what] = skinny_globaltimer();
 #else
   (void)what;
 #endif
@@ -368,13 +362,8 @@ __device__ __forceinline__ void skinny_trace_exit(const void* w) {
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned i = atomicAdd(&g_skinny_trace_n, 1u);
-    if (i < g_skinny_trace_cap) {
-      unsigned smid;
-      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-      g_skinny_trace[i] = {s_skinny_trace_t[0], s_skinny_trace_t[1], skinny_globaltimer(),
-                           s_skinny_trace_c[0], s_skinny_trace_c[1], clock64(), w, smid,
-                           blockIdx.x + blockIdx.y * gridDim.x};
-    }
+    if (i < g_skinny_trace_cap)
+      g_skinny_trace[i] = {s_skinny_trace_t[0], s_skinny_trace_t[1], skinny_globaltimer(), w};
   }
 #else
   (void)w;
