@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--n", n, "weight rows (N of F.linear)");
   app.add_option("--k", k, "reduction length");
   app.add_option("--m", m, "tokens");
-  app.add_option("--kernel", kernel, "gemv, mma or mmap")->check(CLI::IsMember({"gemv", "mma", "mmap"}));
+  app.add_option("--kernel", kernel, "gemv, mma, mmap, mmawc or mmapwc (warp-contiguous K)")
+      ->check(CLI::IsMember({"gemv", "mma", "mmap", "mmawc", "mmapwc"}));
   app.add_option("--rows", rows, "gemv: rows per warp; mma/mmap: block rows");
   app.add_option("--warps", warps, "gemv: warps per block; mma/mmap: K warps");
   app.add_option("--calls", calls, "back-to-back calls traced");
@@ -105,9 +106,11 @@ int main(int argc, char** argv) {
   auto launch_kind = [&](const std::string& kind, int c, void* out) {
     using namespace tunable::kernels;
     const SkinnyLaunch l = problem(c, out);
-    const cudaError_t e = kind == "gemv"  ? skinny_gemv(SkinnyIn::kBF16, rows, warps * 32, l, s)
-                          : kind == "mma" ? skinny_mma(SkinnyIn::kBF16, rows, warps, l, s)
-                                          : skinny_mmap(SkinnyIn::kBF16, 16, 8, l, s);
+    const cudaError_t e = kind == "gemv"   ? skinny_gemv(SkinnyIn::kBF16, rows, warps * 32, l, s)
+                          : kind == "mma" || kind == "mmawc"
+                              ? skinny_mma(SkinnyIn::kBF16, rows, warps, kind == "mmawc", l, s)
+                          : kind == "ref"  ? skinny_mmap(SkinnyIn::kBF16, 16, 8, false, l, s)
+                                           : skinny_mmap(SkinnyIn::kBF16, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };
   auto launch = [&](int c) { launch_kind(kernel, c, y); };
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
     check(cudaMalloc(&y2, size_t(m) * n * 2), "y2");
     check(tunable::fill_nan(y, tunable::DataType::kBF16, size_t(m) * n, s), "poison");
     launch_kind(kernel, 0, y);
-    launch_kind("mmap", 0, y2);
+    launch_kind("ref", 0, y2);
     std::vector<unsigned short> a(size_t(m) * n), b(a.size());
     check(cudaMemcpyAsync(a.data(), y, a.size() * 2, cudaMemcpyDeviceToHost, s), "copy");
     check(cudaMemcpyAsync(b.data(), y2, b.size() * 2, cudaMemcpyDeviceToHost, s), "copy");

@@ -115,7 +115,7 @@ for step in "$@"; do
       grep -E "^===|^exit|Duration|DRAM Throughput" "$OUT/ncu_skinny.txt" | tail -20 ;;
     trace)
       # Per-block timeline of 48 back-to-back calls (bench/skinny_trace.cu), stream then graph:
-      # TRACE_CASES="kernel,rows,warps,n,k,m;..." (kernel gemv | mma | mmap).
+      # TRACE_CASES="kernel,rows,warps,n,k,m;..." (kernel gemv | mma | mmap | mmawc | mmapwc).
       IFS=';' read -ra tcases <<< "${TRACE_CASES:?set TRACE_CASES}"
       for c in "${tcases[@]}"; do
         IFS=',' read -r kern rows warps n k m <<< "$c"

@@ -5,7 +5,8 @@
 //
 // Block = KW warps on the same kBM = 16 * WM weight rows; the block's K range (one split) is cut
 // into chunks of 4 * kVec elements (64 bytes per row) and warp w takes chunks w, w + KW, ... so the
-// block streams each row contiguously. Operands go straight from global memory into MMA registers
+// block streams each row contiguously (or, in the warp-contiguous variants, one contiguous part of
+// the range per warp: SkinnyKOrder). Operands go straight from global memory into MMA registers
 // (no shared-memory staging): lane (g, t) loads 16 bytes of rows g and g + 8 of each 16-row tile and
 // of token g of each 8-token tile (the K permutation that makes this valid is explained at the
 // element traits in common.cuh). kU chunks are loaded before any is used, so each lane keeps
@@ -25,6 +26,33 @@ namespace tunable::kernels {
 /// Chunks a warp loads before using any: kU * WM * 2 = 8 weight loads in flight per lane.
 constexpr int skinny_mma_unroll(int wm) { return 4 / wm; }
 
+/// The K order of a block's warps over the block's range [kb, ke), cut into chunks of 4 * kVec
+/// elements: stage s of a warp holds kU chunks. Interleaved (WC false): stages s = warp,
+/// warp + kU * KW, ... hold chunks s + u * KW, so the KW warps stream each row together in 64-byte
+/// pieces. Warp-contiguous (WC true): warp w owns chunks [w * per_warp, (w + 1) * per_warp) and
+/// stage s = 0, 1, ... holds its local chunks s * kU + u, so each warp streams kU * 64 contiguous
+/// bytes of a row per stage (bench/NOTES-skinny.md rounds 10-11). elem() is lane t's first K
+/// element of chunk u, or ke (predicated off, read as zero) past the range or the warp's share.
+template <bool WC, int kU, int KW, int kVec>
+struct SkinnyKOrder {
+  static constexpr int kChunk = 4 * kVec;
+  int kb, ke, warp, t, per_warp;
+  __device__ SkinnyKOrder(int kb_, int ke_, int warp_, int t_)
+      : kb(kb_), ke(ke_), warp(warp_), t(t_), per_warp((chunks() + KW - 1) / KW) {}
+  __device__ int chunks() const { return (ke - kb + kChunk - 1) / kChunk; }
+  __device__ int first() const { return WC ? 0 : warp; }
+  __device__ int step() const { return WC ? 1 : kU * KW; }
+  __device__ int end() const { return WC ? (per_warp + kU - 1) / kU : chunks(); }
+  __device__ int elem(int s, int u) const {
+    if constexpr (WC) {
+      const int local = s * kU + u;
+      return local < per_warp ? kb + (warp * per_warp + local) * kChunk + t * kVec : ke;
+    } else {
+      return kb + (s + u * KW) * kChunk + t * kVec;
+    }
+  }
+};
+
 /// Blocks per SM the register allocation must allow: a 128-register budget (16 warps per SM),
 /// except for fp8 with 32 x 64 tiles, whose operand conversions (sm_90 runs e4m3 mma.sync as
 /// f16 HMMA) need more and would spill.
@@ -34,15 +62,14 @@ constexpr int skinny_mma_min_blocks(int wm, int wn, int kw) {
 }
 
 /// WM: 16-row MMA tiles per block (rows = 16 * WM), WN: 8-token MMA tiles (n <= 8 * WN),
-/// KW: warps splitting the block's K range.
-template <class Tr, int WM, int WN, int KW>
+/// KW: warps splitting the block's K range, WC: warp-contiguous K order (SkinnyKOrder).
+template <class Tr, int WM, int WN, int KW, bool WC>
 __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW))
     skinny_mma_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
   constexpr int kVec = Tr::kVec;
   constexpr int kBM = 16 * WM;
   constexpr int kU = skinny_mma_unroll(WM);  // chunks in flight per warp
-  constexpr int kChunk = 4 * kVec;       // K elements per chunk: a lane quad's 4 x 16 bytes
   extern __shared__ float red[];         // mma_block_epilogue's buffers
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -50,7 +77,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
   const int row0 = blockIdx.x * kBM;
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
-  const int nchunks = (ke - kb + kChunk - 1) / kChunk;
+  const SkinnyKOrder<WC, kU, KW, kVec> ko(kb, ke, warp, t);
   skinny_prologue(p, row0, kBM, kb, ke, Tr::kBytes);
 
   // Rows past m and tokens past n read a valid row (the last); their sums are never written.
@@ -80,12 +107,12 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
     }
   }
 
-  for (int c0 = warp; c0 < nchunks; c0 += kU * KW) {
+  for (int s = ko.first(); s < ko.end(); s += ko.step()) {
     uint4 a[kU][WM][2];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       // k and kc are multiples of kVec: a lane's 16 bytes are wholly inside [kb, ke) or outside.
-      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const int e = ko.elem(s, u);
       const size_t off = static_cast<size_t>(e) * Tr::kBytes;
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
@@ -95,7 +122,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const int e = ko.elem(s, u);
       const size_t off = static_cast<size_t>(e) * Tr::kBytes;
 #pragma unroll
       for (int nt = 0; nt < WN; ++nt) {
@@ -117,9 +144,9 @@ constexpr int skinny_mma_block_rows(int wm) { return 16 * wm; }
 /// K granule of one split: one chunk per warp.
 constexpr int skinny_mma_granule(int vec, int kw) { return 4 * vec * kw; }
 
-template <class Tr, int WM, int WN, int KW>
+template <class Tr, int WM, int WN, int KW, bool WC>
 cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
-  const auto kernel = skinny_mma_kernel<Tr, WM, WN, KW>;
+  const auto kernel = skinny_mma_kernel<Tr, WM, WN, KW, WC>;
   constexpr int kThreads = KW * 32;
   constexpr std::size_t kSmem = skinny_detail::mma_epilogue_smem(WM, WN, KW, 1);
   // bf16/fp16 mma.sync exists from sm_80 on, e4m3 from sm_89; code built for older targets traps.
@@ -165,15 +192,14 @@ constexpr int skinny_mmap_min_blocks(int wm, int wn, int kw) {
 /// block sums in shared memory and cluster rank 0 adds them over distributed shared memory in rank
 /// order (deterministic) and writes y: split-K without partials in global memory and without the
 /// second (reduction) kernel.
-template <class Tr, int WM, int WN, int KW, int CS>
+/// WC: warp-contiguous K order (SkinnyKOrder).
+template <class Tr, int WM, int WN, int KW, int CS, bool WC>
 __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW))
     skinny_mmap_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
   constexpr int kVec = Tr::kVec;
   constexpr int kBM = 16 * WM;
   constexpr int kU = skinny_mma_unroll(WM);
-  constexpr int kChunk = 4 * kVec;
-  constexpr int kStep = kU * KW;         // chunks one warp advances per stage
   extern __shared__ float red[];         // mma_block_epilogue's buffers
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -181,7 +207,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
   const int row0 = blockIdx.x * kBM;
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
-  const int nchunks = (ke - kb + kChunk - 1) / kChunk;
+  const SkinnyKOrder<WC, kU, KW, kVec> ko(kb, ke, warp, t);
   skinny_prologue(p, row0, kBM, kb, ke, Tr::kBytes);
 
   const unsigned char* wrow[WM][2];
@@ -210,11 +236,11 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
     }
   }
 
-  // Loads of chunks c0, c0 + KW, ... (kU of them); past ke they are predicated off and read as 0.
-  auto load = [&](uint4 (&a)[kU][WM][2], int c0) {
+  // Stage s's loads (SkinnyKOrder); past ke they are predicated off and read as 0.
+  auto load = [&](uint4 (&a)[kU][WM][2], int s) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const int e = ko.elem(s, u);
       const size_t off = static_cast<size_t>(e) * Tr::kBytes;
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
@@ -223,10 +249,10 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
       }
     }
   };
-  auto compute = [&](const uint4 (&a)[kU][WM][2], int c0) {
+  auto compute = [&](const uint4 (&a)[kU][WM][2], int s) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int e = kb + (c0 + u * KW) * kChunk + t * kVec;
+      const int e = ko.elem(s, u);
       const size_t off = static_cast<size_t>(e) * Tr::kBytes;
 #pragma unroll
       for (int nt = 0; nt < WN; ++nt) {
@@ -238,26 +264,27 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
   };
 
   // Two named stages and a loop unrolled by two, so no register moves between stages.
+  const int step = ko.step(), end = ko.end();
   uint4 s0[kU][WM][2], s1[kU][WM][2];
-  int c0 = warp;
-  if (c0 < nchunks) load(s0, c0);
-  while (c0 < nchunks) {
-    if (c0 + kStep < nchunks) load(s1, c0 + kStep);
-    compute(s0, c0);
-    c0 += kStep;
-    if (c0 >= nchunks) break;
-    if (c0 + kStep < nchunks) load(s0, c0 + kStep);
-    compute(s1, c0);
-    c0 += kStep;
+  int s = ko.first();
+  if (s < end) load(s0, s);
+  while (s < end) {
+    if (s + step < end) load(s1, s + step);
+    compute(s0, s);
+    s += step;
+    if (s >= end) break;
+    if (s + step < end) load(s0, s + step);
+    compute(s1, s);
+    s += step;
   }
 
   mma_block_epilogue<WM, WN, KW, CS>(p, acc, red, row0);
   skinny_trace_exit(p.w);
 }
 
-template <class Tr, int WM, int WN, int KW, int CS>
+template <class Tr, int WM, int WN, int KW, int CS, bool WC>
 cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
-  const auto kernel = skinny_mmap_kernel<Tr, WM, WN, KW, CS>;
+  const auto kernel = skinny_mmap_kernel<Tr, WM, WN, KW, CS, WC>;
   constexpr int kThreads = KW * 32;
   constexpr std::size_t kSmem = skinny_detail::mma_epilogue_smem(WM, WN, KW, CS);
   const int need = CS > 1 ? 90 : Tr::kBytes == 1 ? 89 : 80;
@@ -304,9 +331,10 @@ cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
 
 /// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at
 /// 16 rows), n <= 64;
-/// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored).
-inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
-                               cudaStream_t stream) {
+/// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored);
+/// warp_contiguous: each warp takes one contiguous part of the block's K range (WC above).
+inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
+                               const SkinnyLaunch& l, cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
@@ -317,7 +345,9 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const S
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
         return skinny_dispatch_k_warps<wm.value == 1>(k_warps, [&](auto kw) {
           return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
-            return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value>(l, dev, stream);
+            if (warp_contiguous)
+              return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value, true>(l, dev, stream);
+            return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value, false>(l, dev, stream);
           });
         });
       });
@@ -325,9 +355,10 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, const S
   });
 }
 
-/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16}, l.p.n <= 64.
-inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const SkinnyLaunch& l,
-                              cudaStream_t stream) {
+/// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16}, l.p.n <= 64;
+/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
+inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
+                              const SkinnyLaunch& l, cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
@@ -337,7 +368,8 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, const Sk
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
         return skinny_dispatch_k_warps<true>(k_warps, [&](auto kw) {
-          return skinny_mma_launch<Tr, wm.value, wn.value, kw.value>(l, dev, stream);
+          if (warp_contiguous) return skinny_mma_launch<Tr, wm.value, wn.value, kw.value, true>(l, dev, stream);
+          return skinny_mma_launch<Tr, wm.value, wn.value, kw.value, false>(l, dev, stream);
         });
       });
     });

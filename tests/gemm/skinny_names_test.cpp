@@ -41,8 +41,10 @@ TEST(SkinnyNames, EveryVariantRoundTrips) {
   // x 6 split settings and 3 dtypes x (6 gemv + 4 mma + 4 mmap shapes) x 2 wave targets.
   // Then 3 dtypes x 4 mmap shapes x 2 cluster sizes; round 7: 3 dtypes x (2 families x (6 split
   // settings + 2 wave targets) + 2 cluster sizes) of 16 warps on 16 rows; round 9: 3 dtypes x
-  // (6 split settings + 2 wave targets) of the MMA kernel with 16 warps on 32 rows.
-  EXPECT_EQ(names.size(), 180u + 72u + 84u + 24u + 54u + 24u);
+  // (6 split settings + 2 wave targets) of the MMA kernel with 16 warps on 32 rows; round 11:
+  // warp-contiguous: 3 dtypes x (6 mma shapes x (6 split settings + 2 wave targets) + 5 mmap shapes x
+  // (6 split settings + 2 wave targets + 2 cluster sizes)).
+  EXPECT_EQ(names.size(), 180u + 72u + 84u + 24u + 54u + 24u + 144u + 150u);
   const std::set<std::string> unique(names.begin(), names.end());
   EXPECT_EQ(unique.size(), names.size());
   const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
@@ -61,6 +63,10 @@ TEST(SkinnyNames, EveryVariantRoundTrips) {
   EXPECT_NE(unique.count("skinny_mma_bf16_bm16_wk16_ks1"), 0u);
   EXPECT_NE(unique.count("skinny_mmap_fp16_bm16_wk16_ksc2"), 0u);
   EXPECT_NE(unique.count("skinny_mma_fp8e4m3_bm32_wk16_ksw4"), 0u);
+  EXPECT_NE(unique.count("skinny_mmap_bf16_bm16_wk8_ks1_wc"), 0u);
+  EXPECT_NE(unique.count("skinny_mmap_fp8e4m3_bm16_wk16_ksc2_wc"), 0u);
+  EXPECT_NE(unique.count("skinny_mmap_fp16_bm32_wk4_ksw2_wc"), 0u);
+  EXPECT_NE(unique.count("skinny_mma_bf16_bm32_wk16_ks1_wc"), 0u);
   // The first 180 names are the round-1 list, unchanged and in its order.
   EXPECT_EQ(names[0], "skinny_gemv_bf16_r1_t128_ksauto");
   EXPECT_EQ(names[179], "skinny_mma_fp8e4m3_bm32_wk8_ks16");
@@ -89,7 +95,10 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
                           "skinny_mmap_bf16_bm16_wk4_ksc3", "skinny_mmap_bf16_bm16_wk4_ksc8",
                           "skinny_mmap_bf16_bm16_wk4_ksc0", "skinny_mmap_bf16_bm16_wk4_ksc",
                           "skinny_mmap_bf16_bm32_wk16_ks1", "skinny_mma_bf16_bm16_wk32_ks1",
-                          "skinny_gemv_bf16_r1_t16_ks1"}) {
+                          "skinny_gemv_bf16_r1_t16_ks1", "skinny_mma_bf16_bm16_wk8_ksc2_wc",
+                          "skinny_gemv_bf16_r1_t256_ks1_wc", "skinny_mmap_bf16_bm16_wk8_ks1_wc_wc",
+                          "skinny_mmap_bf16_bm16_wk8_ks1wc", "skinny_mmap_bf16_bm16_wk8_ks1_WC",
+                          "skinny_mmap_bf16_bm32_wk16_ks1_wc"}) {
     EXPECT_EQ(skinny_gemm_provider()->from_name(bad, any), nullptr) << bad;
   }
 }
@@ -109,9 +118,10 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
         const std::string what = fmt::format("{} N={} K={} M={}", short_name(t), rows, k, tokens);
         // Huge weights at many tokens have no room for split-K workspace: only unsplit variants.
         EXPECT_GE(sols.size(), rows * tokens * 4 * 2 > (std::int64_t{32} << 20) ? 8u : 10u) << what;
-        EXPECT_LE(sols.size(), 41u) << what;  // 40 (n <= 8) and 41 (n > 8) before filtering
+        // 48 (n <= 8), 51 (n 9-16) and 47 (n > 16) before filtering.
+        EXPECT_LE(sols.size(), tokens <= 8 ? 48u : tokens <= 16 ? 51u : 47u) << what;
         std::set<std::string> seen;
-        bool gemv = false, mma = false, mmap = false;
+        bool gemv = false, mma = false, mmap = false, wc = false;
         for (const auto& s : sols) {
           EXPECT_TRUE(seen.insert(s->name()).second) << "duplicate " << s->name();
           const Status st = s->can_implement(a);
@@ -123,10 +133,12 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
           gemv |= s->name().rfind("skinny_gemv_", 0) == 0;
           mma |= s->name().rfind("skinny_mma_", 0) == 0;
           mmap |= s->name().rfind("skinny_mmap_", 0) == 0;
+          wc |= s->name().size() > 3 && s->name().compare(s->name().size() - 3, 3, "_wc") == 0;
         }
         EXPECT_EQ(gemv, tokens <= 8) << what;
         EXPECT_TRUE(mma) << what;
         EXPECT_TRUE(mmap) << what;
+        EXPECT_TRUE(wc) << what;
       }
     }
   }

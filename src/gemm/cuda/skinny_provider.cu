@@ -1,6 +1,6 @@
 // Provider<GemmArgs> for the skinny GEMM kernels of kernels/gemv: configurations, their generated
 // names and the inverse parser, per-variant constraints (can_implement), split-K workspace sizing,
-// and the enumeration of the 10-41 variants worth timing for one decode problem.
+// and the enumeration of the 10-51 variants worth timing for one decode problem.
 #include "gemm/cuda/skinny_provider.hpp"
 
 #include <fmt/format.h>
@@ -46,6 +46,7 @@ struct SkinnyConfig {
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
   int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
+  bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -54,8 +55,8 @@ struct SkinnyConfig {
                                           : std::string("auto");
     if (family == Family::kGemv)
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
-    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}", family_name(family), short_name(dtype), rows,
-                       width, ks);
+    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}", family_name(family), short_name(dtype), rows,
+                       width, ks, wc ? "_wc" : "");
   }
 
   bool valid() const {
@@ -65,6 +66,7 @@ struct SkinnyConfig {
     if (waves < 0 || waves > kMaxWaves || (waves != 0 && splits != 0)) return false;
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
+    if (wc && family == Family::kGemv) return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
     return (rows == 16 || rows == 32) &&
@@ -74,7 +76,7 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})$");
+        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
@@ -88,6 +90,7 @@ struct SkinnyConfig {
     c.splits = ks == "auto" || ks[0] == 'w' || ks[0] == 'c' ? 0 : std::stoi(ks);
     c.waves = ks[0] == 'w' ? std::stoi(ks.substr(1)) : 0;
     c.cluster = ks[0] == 'c' ? std::stoi(ks.substr(1)) : 0;
+    c.wc = m[8].matched;
     // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
     if (!c.valid() || c.name() != s) return std::nullopt;
     return c;
@@ -270,8 +273,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
         cfg_.family == Family::kGemv
             ? kern::skinny_gemv(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
         : cfg_.family == Family::kMma
-            ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
-            : kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream);
+            ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
+            : kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream);
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format("{}: this device or build lacks the tensor-core code it needs (sm_80+, fp8 sm_89+, clusters sm_90+)", name_));
     TUNABLE_CUDA_CHECK(e);
@@ -290,8 +293,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// Added after the first H100 run (bench/NOTES-skinny.md, "Round 2"): the pipelined MMA kernel
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
-/// the plain MMA kernel with 16 warps on 32 rows above 8 tokens. At most 40 (n <= 8) and 41 (n > 8)
-/// before filtering.
+/// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
+/// order (_wc) of mma and mmap. At most 48 (n <= 8), 51 (n 9-16) and 47 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -358,6 +361,26 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   if (d.n <= 16) {
     add(Family::kMmaPipe, 16, 16, 1);
     add_cluster(16, 16, 2);
+  }
+  // Round 11: the warp-contiguous K order (faster streaming per block in one wave): the pipelined
+  // kernel unsplit, wave-balanced and cluster-split; the plain kernel unsplit (its lower register
+  // count admits more blocks per SM, one wave where mmap needs two).
+  auto add_wc = [&](Family f, int rows, int width, int splits, int waves, int cluster) {
+    out.push_back(SkinnyConfig{f, d.dtype, rows, width, splits, waves, cluster, true});
+  };
+  add_wc(Family::kMmaPipe, 16, 8, 1, 0, 0);
+  add_wc(Family::kMmaPipe, 16, 8, 0, 2, 0);
+  add_wc(Family::kMmaPipe, 16, 8, 0, 0, 2);
+  add_wc(Family::kMmaPipe, 32, 4, 1, 0, 0);
+  add_wc(Family::kMma, 16, 8, 1, 0, 0);
+  add_wc(Family::kMma, 16, 16, 1, 0, 0);
+  if (d.n > kMaxGemvTokens) {
+    add_wc(Family::kMma, 32, 8, 1, 0, 0);
+    add_wc(Family::kMma, 32, 16, 1, 0, 0);
+  }
+  if (d.n <= 16) {
+    add_wc(Family::kMmaPipe, 16, 16, 1, 0, 0);
+    add_wc(Family::kMmaPipe, 16, 16, 0, 0, 2);
   }
   return out;
 }
@@ -428,6 +451,18 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int w : {2, 4}) names.push_back(SkinnyConfig{f, t, rows, 16, 0, w}.name());
     }
     for (int c : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, 16, 16, 0, 0, c}.name());
+  }
+  // Round 11: the warp-contiguous K order (_wc) of every MMA shape and split setting.
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (const auto& [bm, wk] : {std::pair{16, 4}, {16, 8}, {16, 16}, {32, 4}, {32, 8}, {32, 16}}) {
+      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, s, 0, 0, true}.name());
+      for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, 0, w, 0, true}.name());
+    }
+    for (const auto& [bm, wk] : {std::pair{16, 4}, {16, 8}, {16, 16}, {32, 4}, {32, 8}}) {
+      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, s, 0, 0, true}.name());
+      for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, w, 0, true}.name());
+      for (int c : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, 0, c, true}.name());
+    }
   }
   return names;
 }
