@@ -62,8 +62,9 @@ constexpr int skinny_mma_min_blocks(int wm, int wn, int kw) {
 }
 
 /// WM: 16-row MMA tiles per block (rows = 16 * WM), WN: 8-token MMA tiles (n <= 8 * WN),
-/// KW: warps splitting the block's K range, WC: warp-contiguous K order (SkinnyKOrder).
-template <class Tr, int WM, int WN, int KW, bool WC>
+/// KW: warps splitting the block's K range, CS: cluster split-K (as skinny_mmap_kernel's),
+/// WC: warp-contiguous K order (SkinnyKOrder).
+template <class Tr, int WM, int WN, int KW, int CS, bool WC>
 __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW))
     skinny_mma_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
@@ -134,7 +135,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
     }
   }
 
-  mma_block_epilogue<WM, WN, KW, 1>(p, acc, red, row0);
+  mma_block_epilogue<WM, WN, KW, CS>(p, acc, red, row0);
   skinny_trace_exit(p.w);
 }
 
@@ -143,29 +144,6 @@ constexpr int skinny_mma_block_rows(int wm) { return 16 * wm; }
 
 /// K granule of one split: one chunk per warp.
 constexpr int skinny_mma_granule(int vec, int kw) { return 4 * vec * kw; }
-
-template <class Tr, int WM, int WN, int KW, bool WC>
-cudaError_t skinny_mma_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
-  const auto kernel = skinny_mma_kernel<Tr, WM, WN, KW, WC>;
-  constexpr int kThreads = KW * 32;
-  constexpr std::size_t kSmem = skinny_detail::mma_epilogue_smem(WM, WN, KW, 1);
-  // bf16/fp16 mma.sync exists from sm_80 on, e4m3 from sm_89; code built for older targets traps.
-  const int need = Tr::kBytes == 1 ? 89 : 80;
-  if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
-  SkinnyParams p = l.p;
-  const long long blocks0 = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
-  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
-  int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
-  if (e != cudaSuccess) return e;
-  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mma_granule(Tr::kVec, KW), blocks0,
-                                     static_cast<long long>(per_sm) * dev.sms);
-  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
-  p.acc_scale = 1.f;
-  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
-                         kThreads, kSmem, 1, p, dev, stream);
-  return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
-}
 
 // ---- register double-buffered variant ("mmap") -------------------------------------------------
 //
@@ -282,40 +260,35 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
   skinny_trace_exit(p.w);
 }
 
-template <class Tr, int WM, int WN, int KW, int CS, bool WC>
-cudaError_t skinny_mmap_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
-  const auto kernel = skinny_mmap_kernel<Tr, WM, WN, KW, CS, WC>;
+/// Launches either MMA kernel (`kernel`: WM row tiles, KW warps, CS-block clusters): an unsplit,
+/// split-K (partials and the reduction kernel) or cluster split-K grid.
+template <class Tr, int WM, int KW, int CS, class Kernel>
+cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const SkinnyLaunch& l,
+                                     const SkinnyDevice& dev, cudaStream_t stream) {
   constexpr int kThreads = KW * 32;
-  constexpr std::size_t kSmem = skinny_detail::mma_epilogue_smem(WM, WN, KW, CS);
+  // bf16/fp16 mma.sync exists from sm_80 on, e4m3 from sm_89, clusters from sm_90; code built for
+  // older targets traps.
   const int need = CS > 1 ? 90 : Tr::kBytes == 1 ? 89 : 80;
   if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
   SkinnyParams p = l.p;
+  const long long blocks0 = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
+  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
+  // Also raises the dynamic shared-memory limit when the tile needs more than 48 KiB (bm32 x 64).
+  int per_sm = 0;
+  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm);
+  if (e != cudaSuccess) return e;
+  const int granule = skinny_mma_granule(Tr::kVec, KW);
   if constexpr (CS > 1) {
-    const long long rb = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
-    if (rb > 0x7fffffffLL) return cudaErrorInvalidValue;
-    // Raises the dynamic shared-memory limit when the tile needs more than 48 KiB (bm32 x 64).
-    int per_sm = 0;
-    cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
-    if (e != cudaSuccess) return e;
-    const int granule = skinny_mma_granule(Tr::kVec, KW);
     const int granules = (p.k + granule - 1) / granule;
     p.kc = (granules + CS - 1) / CS * granule;  // ranks past the last granule add zeros
     p.splits = 1;
-    p.acc_scale = 1.f;
-    e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(rb), CS), kThreads, kSmem, CS, p, dev, stream);
-    return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
+  } else {
+    const SkinnySplit sp = skinny_plan(l, p.k, granule, blocks0, static_cast<long long>(per_sm) * dev.sms);
+    if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   }
-  const long long blocks0 = (static_cast<long long>(p.m) + 16 * WM - 1) / (16 * WM);
-  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
-  int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, kSmem, dev.ordinal, &per_sm);
-  if (e != cudaSuccess) return e;
-  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mma_granule(Tr::kVec, KW), blocks0,
-                                     static_cast<long long>(per_sm) * dev.sms);
-  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
-  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
-                         kThreads, kSmem, 1, p, dev, stream);
+  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), CS > 1 ? CS : static_cast<unsigned>(p.splits)),
+                         kThreads, smem, CS, p, dev, stream);
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
@@ -345,9 +318,11 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
         return skinny_dispatch_k_warps<wm.value == 1>(k_warps, [&](auto kw) {
           return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
+            constexpr int WM = wm.value, WN = wn.value, KW = kw.value, CS = cs.value;
+            constexpr std::size_t smem = skinny_detail::mma_epilogue_smem(WM, WN, KW, CS);
             if (warp_contiguous)
-              return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value, true>(l, dev, stream);
-            return skinny_mmap_launch<Tr, wm.value, wn.value, kw.value, cs.value, false>(l, dev, stream);
+              return skinny_mma_family_launch<Tr, WM, KW, CS>(skinny_mmap_kernel<Tr, WM, WN, KW, CS, true>, smem, l, dev, stream);
+            return skinny_mma_family_launch<Tr, WM, KW, CS>(skinny_mmap_kernel<Tr, WM, WN, KW, CS, false>, smem, l, dev, stream);
           });
         });
       });
@@ -356,7 +331,8 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
 }
 
 /// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16}, l.p.n <= 64;
-/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
+/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder), which alone also takes
+/// l.cluster == 2 (cluster split-K).
 inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
                               const SkinnyLaunch& l, cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
@@ -368,8 +344,17 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool war
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
         return skinny_dispatch_k_warps<true>(k_warps, [&](auto kw) {
-          if (warp_contiguous) return skinny_mma_launch<Tr, wm.value, wn.value, kw.value, true>(l, dev, stream);
-          return skinny_mma_launch<Tr, wm.value, wn.value, kw.value, false>(l, dev, stream);
+          constexpr int WM = wm.value, WN = wn.value, KW = kw.value;
+          if (!warp_contiguous) {
+            if (l.cluster > 1) return cudaErrorInvalidValue;
+            return skinny_mma_family_launch<Tr, WM, KW, 1>(skinny_mma_kernel<Tr, WM, WN, KW, 1, false>,
+                                                           skinny_detail::mma_epilogue_smem(WM, WN, KW, 1), l, dev, stream);
+          }
+          return skinny_dispatch_int<1, 2>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
+            constexpr int CS = cs.value;
+            return skinny_mma_family_launch<Tr, WM, KW, CS>(skinny_mma_kernel<Tr, WM, WN, KW, CS, true>,
+                                                            skinny_detail::mma_epilogue_smem(WM, WN, KW, CS), l, dev, stream);
+          });
         });
       });
     });
