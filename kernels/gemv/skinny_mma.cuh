@@ -62,9 +62,8 @@ constexpr int skinny_mma_min_blocks(int wm, int wn, int kw) {
 }
 
 /// WM: 16-row MMA tiles per block (rows = 16 * WM), WN: 8-token MMA tiles (n <= 8 * WN),
-/// KW: warps splitting the block's K range, CS: cluster split-K (as skinny_mmap_kernel's),
-/// WC: warp-contiguous K order (SkinnyKOrder).
-template <class Tr, int WM, int WN, int KW, int CS, bool WC>
+/// KW: warps splitting the block's K range, WC: warp-contiguous K order (SkinnyKOrder).
+template <class Tr, int WM, int WN, int KW, bool WC>
 __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW))
     skinny_mma_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
@@ -135,7 +134,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mma_min_blocks<Tr>(WM, WN, KW)
     }
   }
 
-  mma_block_epilogue<WM, WN, KW, CS>(p, acc, red, row0);
+  mma_block_epilogue<WM, WN, KW, 1>(p, acc, red, row0);
   skinny_trace_exit(p.w);
 }
 
@@ -331,8 +330,7 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
 }
 
 /// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16}, l.p.n <= 64;
-/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder), which alone also takes
-/// l.cluster == 2 (cluster split-K).
+/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
 inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
                               const SkinnyLaunch& l, cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
@@ -345,16 +343,11 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool war
       return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
         return skinny_dispatch_k_warps<true>(k_warps, [&](auto kw) {
           constexpr int WM = wm.value, WN = wn.value, KW = kw.value;
-          if (!warp_contiguous) {
-            if (l.cluster > 1) return cudaErrorInvalidValue;
-            return skinny_mma_family_launch<Tr, WM, KW, 1>(skinny_mma_kernel<Tr, WM, WN, KW, 1, false>,
-                                                           skinny_detail::mma_epilogue_smem(WM, WN, KW, 1), l, dev, stream);
-          }
-          return skinny_dispatch_int<1, 2>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
-            constexpr int CS = cs.value;
-            return skinny_mma_family_launch<Tr, WM, KW, CS>(skinny_mma_kernel<Tr, WM, WN, KW, CS, true>,
-                                                            skinny_detail::mma_epilogue_smem(WM, WN, KW, CS), l, dev, stream);
-          });
+          constexpr std::size_t smem = skinny_detail::mma_epilogue_smem(WM, WN, KW, 1);
+          if (l.cluster > 1) return cudaErrorInvalidValue;
+          if (warp_contiguous)
+            return skinny_mma_family_launch<Tr, WM, KW, 1>(skinny_mma_kernel<Tr, WM, WN, KW, true>, smem, l, dev, stream);
+          return skinny_mma_family_launch<Tr, WM, KW, 1>(skinny_mma_kernel<Tr, WM, WN, KW, false>, smem, l, dev, stream);
         });
       });
     });

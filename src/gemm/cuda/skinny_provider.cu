@@ -1,6 +1,6 @@
 // Provider<GemmArgs> for the skinny GEMM kernels of kernels/gemv: configurations, their generated
 // names and the inverse parser, per-variant constraints (can_implement), split-K workspace sizing,
-// and the enumeration of the 10-53 variants worth timing for one decode problem.
+// and the enumeration of the 10-51 variants worth timing for one decode problem.
 #include "gemm/cuda/skinny_provider.hpp"
 
 #include <fmt/format.h>
@@ -45,8 +45,7 @@ struct SkinnyConfig {
                      ///< mmap 16 only at 16 rows)
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
-  int cluster = 0;   ///< splits == waves == 0: K split over a block cluster of 2 or 4 (mmap), 2
-                     ///< (mma with wc)
+  int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
   bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
 
   std::string name() const {
@@ -66,8 +65,7 @@ struct SkinnyConfig {
     if (splits < 0 || splits > kMaxSplits) return false;
     if (waves < 0 || waves > kMaxWaves || (waves != 0 && splits != 0)) return false;
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
-    if (cluster != 0 && (family == Family::kGemv || splits != 0 || waves != 0)) return false;
-    if (cluster != 0 && family == Family::kMma && !(wc && cluster == 2)) return false;
+    if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && family == Family::kGemv) return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
@@ -296,8 +294,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
-/// order (_wc) of mma and mmap, and cluster split-K of the plain MMA kernel with it. At most 50
-/// (n <= 8), 53 (n 9-16) and 49 (n > 16) before filtering.
+/// order (_wc) of mma and mmap. At most 48 (n <= 8), 51 (n 9-16) and 47 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -377,13 +374,9 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   add_wc(Family::kMmaPipe, 32, 4, 1, 0, 0);
   add_wc(Family::kMma, 16, 8, 1, 0, 0);
   add_wc(Family::kMma, 16, 16, 1, 0, 0);
-  add_wc(Family::kMma, 32, 8, 0, 0, 2);  // 32-row tiles halve the x re-reads; the cluster fills the SMs
   if (d.n > kMaxGemvTokens) {
     add_wc(Family::kMma, 32, 8, 1, 0, 0);
     add_wc(Family::kMma, 32, 16, 1, 0, 0);
-    add_wc(Family::kMma, 32, 16, 0, 0, 2);
-  } else {
-    add_wc(Family::kMma, 16, 8, 0, 0, 2);
   }
   if (d.n <= 16) {
     add_wc(Family::kMmaPipe, 16, 16, 1, 0, 0);
@@ -464,7 +457,6 @@ std::vector<std::string> skinny_gemm_variant_names() {
     for (const auto& [bm, wk] : {std::pair{16, 4}, {16, 8}, {16, 16}, {32, 4}, {32, 8}, {32, 16}}) {
       for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, s, 0, 0, true}.name());
       for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, 0, w, 0, true}.name());
-      names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, 0, 0, 2, true}.name());
     }
     for (const auto& [bm, wk] : {std::pair{16, 4}, {16, 8}, {16, 16}, {32, 4}, {32, 8}}) {
       for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, s, 0, 0, true}.name());
