@@ -7,7 +7,8 @@
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
 # SAN_* (sanitize step, see there), FUSED_ARGS (e.g. --verbose 2: every
 # candidate's time), BENCH_RESULTS / BENCH_ARGS (bench steps; to verify a results file tuned in an
-# earlier call on the same GPU kind, point BENCH_RESULTS at it), NCU_CASES / NCU_SOURCE /
+# earlier call on the same GPU kind, copy it to DIR/NAME0.csv and set BENCH_RESULTS=DIR/NAME.csv:
+# like TunableOp, the bench adds the device ordinal to the name), NCU_CASES / NCU_SOURCE /
 # NCU_VALIDATORS (ncu step), TRACE_CASES (trace step).
 set -uo pipefail
 # Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
