@@ -286,8 +286,8 @@ cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const Skin
     if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   }
   p.acc_scale = 1.f;
-  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), CS > 1 ? CS : static_cast<unsigned>(p.splits)),
-                         kThreads, smem, CS, p, dev, stream);
+  const dim3 grid(static_cast<unsigned>(blocks0), CS > 1 ? CS : static_cast<unsigned>(p.splits));
+  e = skinny_launch_main(kernel, grid, kThreads, smem, CS, p, dev, stream);
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
@@ -304,7 +304,7 @@ cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
 /// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at
 /// 16 rows), n <= 64;
 /// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored);
-/// warp_contiguous: each warp takes one contiguous part of the block's K range (WC above).
+/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
 inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
                                const SkinnyLaunch& l, cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
@@ -319,9 +319,9 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
           return skinny_dispatch_int<1, 2, 4>(l.cluster > 1 ? l.cluster : 1, [&](auto cs) {
             constexpr int WM = wm.value, WN = wn.value, KW = kw.value, CS = cs.value;
             constexpr std::size_t smem = skinny_detail::mma_epilogue_smem(WM, WN, KW, CS);
-            if (warp_contiguous)
-              return skinny_mma_family_launch<Tr, WM, KW, CS>(skinny_mmap_kernel<Tr, WM, WN, KW, CS, true>, smem, l, dev, stream);
-            return skinny_mma_family_launch<Tr, WM, KW, CS>(skinny_mmap_kernel<Tr, WM, WN, KW, CS, false>, smem, l, dev, stream);
+            const auto kernel = warp_contiguous ? skinny_mmap_kernel<Tr, WM, WN, KW, CS, true>
+                                                : skinny_mmap_kernel<Tr, WM, WN, KW, CS, false>;
+            return skinny_mma_family_launch<Tr, WM, KW, CS>(kernel, smem, l, dev, stream);
           });
         });
       });
@@ -345,9 +345,9 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool war
           constexpr int WM = wm.value, WN = wn.value, KW = kw.value;
           constexpr std::size_t smem = skinny_detail::mma_epilogue_smem(WM, WN, KW, 1);
           if (l.cluster > 1) return cudaErrorInvalidValue;
-          if (warp_contiguous)
-            return skinny_mma_family_launch<Tr, WM, KW, 1>(skinny_mma_kernel<Tr, WM, WN, KW, true>, smem, l, dev, stream);
-          return skinny_mma_family_launch<Tr, WM, KW, 1>(skinny_mma_kernel<Tr, WM, WN, KW, false>, smem, l, dev, stream);
+          const auto kernel = warp_contiguous ? skinny_mma_kernel<Tr, WM, WN, KW, true>
+                                              : skinny_mma_kernel<Tr, WM, WN, KW, false>;
+          return skinny_mma_family_launch<Tr, WM, KW, 1>(kernel, smem, l, dev, stream);
         });
       });
     });

@@ -454,14 +454,17 @@ std::vector<std::string> skinny_gemm_variant_names() {
   }
   // Round 11: the warp-contiguous K order (_wc) of every MMA shape and split setting.
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    auto wc = [&](Family f, int bm, int wk, int splits, int waves, int cluster) {
+      names.push_back(SkinnyConfig{f, t, bm, wk, splits, waves, cluster, true}.name());
+    };
     for (const auto& [bm, wk] : {std::pair{16, 4}, {16, 8}, {16, 16}, {32, 4}, {32, 8}, {32, 16}}) {
-      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, s, 0, 0, true}.name());
-      for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMma, t, bm, wk, 0, w, 0, true}.name());
+      for (int s : {0, 1, 2, 4, 8, 16}) wc(Family::kMma, bm, wk, s, 0, 0);
+      for (int w : {2, 4}) wc(Family::kMma, bm, wk, 0, w, 0);
     }
     for (const auto& [bm, wk] : {std::pair{16, 4}, {16, 8}, {16, 16}, {32, 4}, {32, 8}}) {
-      for (int s : {0, 1, 2, 4, 8, 16}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, s, 0, 0, true}.name());
-      for (int w : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, w, 0, true}.name());
-      for (int c : {2, 4}) names.push_back(SkinnyConfig{Family::kMmaPipe, t, bm, wk, 0, 0, c, true}.name());
+      for (int s : {0, 1, 2, 4, 8, 16}) wc(Family::kMmaPipe, bm, wk, s, 0, 0);
+      for (int w : {2, 4}) wc(Family::kMmaPipe, bm, wk, 0, w, 0);
+      for (int c : {2, 4}) wc(Family::kMmaPipe, bm, wk, 0, 0, c);
     }
   }
   return names;
