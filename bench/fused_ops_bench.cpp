@@ -222,18 +222,6 @@ double b2b_us(cudaStream_t s, std::size_t iters, const Call& call) {
   return median(ms);
 }
 
-/// Device-to-device copy bandwidth in bytes/s (read + write), 1 GiB each way.
-double copy_bandwidth(cudaStream_t s) {
-  const std::size_t bytes = std::size_t{1} << 30;
-  DeviceBuffer a, b;
-  check(a.allocate(bytes), "copy buffer");
-  check(b.allocate(bytes), "copy buffer");
-  const double us = b2b_us(s, 10, [&](std::size_t) {
-    check(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s), "memcpy");
-  });
-  return 2.0 * static_cast<double>(bytes) / (us * 1e-6);
-}
-
 struct Reference {
   double eager_us = NAN, compiled_us = NAN;                  // anchors file (do_bench)
   double torch_eager_graph_us = NAN, torch_compiled_graph_us = NAN;  // --torch JSON
@@ -337,7 +325,8 @@ int run(const Args& args) {
   opt.verbose = args.verbose;
   Context ctx(Device::cuda(0), opt);
 
-  const double bw = copy_bandwidth(s);
+  double bw = 0;
+  check(measure_copy_bandwidth(s, &bw), "copy bandwidth");
   const std::size_t empty_calls = 1000;
   const Call empty = [&](std::size_t) { check(launch_empty_kernel(s, false), "empty kernel"); };
   const double empty_graph = graph_us(s, empty_calls, empty, args.reps);

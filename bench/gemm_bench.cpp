@@ -203,19 +203,6 @@ Timing time_graph(cudaStream_t s, const std::function<Status(int)>& fn, int per_
   return {median_of(t) * 1e3 / per_graph, replays * per_graph};
 }
 
-double measure_copy_bw(cudaStream_t s) {
-  const std::size_t bytes = 1ull << 30;
-  DeviceBuffer a, b;
-  ok(a.allocate(bytes), "bw");
-  ok(b.allocate(bytes), "bw");
-  ok(fill_random(a.get(), DataType::kF32, bytes / 4, 5, 1.0f, s), "bw");
-  Timing t = time_b2b(s, [&](int) {
-    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s));
-    return Status::ok();
-  }, 300);
-  return 2.0 * bytes / (t.median_us * 1e-6);  // bytes read + written per second
-}
-
 double measure_peak(Context& plain, DataType dt, cudaStream_t s) {
   const std::int64_t n = 8192;
   GemmDesc d = GemmDesc::make(dt, Transpose::kT, Transpose::kN, n, n, n);
@@ -317,7 +304,8 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   int drv = 0;
   cudaDriverGetVersion(&drv);
 
-  const double bw = measure_copy_bw(s);
+  double bw = 0;
+  ok(measure_copy_bandwidth(s, &bw), "copy bandwidth");
   std::map<DataType, double> peak;
   for (const auto& p : probs)
     if (!peak.count(p.dtype)) peak[p.dtype] = measure_peak(plain, p.dtype, s);

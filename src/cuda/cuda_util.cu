@@ -3,6 +3,7 @@
 #include <cuda_fp8.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -186,6 +187,27 @@ Status fill_nan(void* p, DataType t, std::size_t n, cudaStream_t stream) {
       break;
   }
   TUNABLE_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+Status measure_copy_bandwidth(cudaStream_t stream, double* bytes_per_s, int calls) {
+  constexpr std::size_t kBytes = std::size_t{1} << 30;
+  if (bytes_per_s == nullptr || calls < 1)
+    return Status(StatusCode::kInvalidArgument, "measure_copy_bandwidth: null result or calls < 1");
+  DeviceBuffer a, b;
+  TUNABLE_RETURN_IF_ERROR(a.allocate(kBytes));
+  TUNABLE_RETURN_IF_ERROR(b.allocate(kBytes));
+  TUNABLE_RETURN_IF_ERROR(fill_random(a.get(), DataType::kF32, kBytes / 4, 5, 1.0f, stream));
+  auto copy = [&](int) -> Status {
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), kBytes, cudaMemcpyDeviceToDevice, stream));
+    return Status::ok();
+  };
+  TUNABLE_RETURN_IF_ERROR(copy(0));  // warm-up
+  EventTimer timer(stream);
+  std::vector<double> ms;
+  TUNABLE_RETURN_IF_ERROR(timer.time_calls(calls, copy, &ms));
+  std::sort(ms.begin(), ms.end());
+  *bytes_per_s = 2.0 * static_cast<double>(kBytes) / (ms[ms.size() / 2] * 1e-3);
   return Status::ok();
 }
 

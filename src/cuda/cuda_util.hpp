@@ -124,6 +124,10 @@ Status fill_random(void* p, DataType t, std::size_t n, std::uint64_t seed, float
                    cudaStream_t stream);
 /// Quiet NaN in every element (fp8 e4m3: its NaN encoding 0x7f).
 Status fill_nan(void* p, DataType t, std::size_t n, cudaStream_t stream);
+/// Device-to-device copy bandwidth in bytes/s (bytes read + written): the memory roofline the
+/// benchmarks state their floors against. Median over `calls` back-to-back 1 GiB copies of random
+/// data (EventTimer), after one warm-up copy; needs 2 GiB of free device memory.
+Status measure_copy_bandwidth(cudaStream_t stream, double* bytes_per_s, int calls = 16);
 /// Copies a (rows x cols, leading dimension ld) matrix of type `t` into a dense double array.
 Status to_double(const void* src, DataType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                  double* dst, cudaStream_t stream);
