@@ -365,23 +365,22 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   // Round 11: the warp-contiguous K order (faster streaming per block in one wave): the pipelined
   // kernel unsplit, wave-balanced and cluster-split; the plain kernel unsplit (its lower register
   // count admits more blocks per SM, one wave where mmap needs two).
-  auto add_wc = [&](Family f, int rows, int width, int splits, int waves, int cluster) {
-    out.push_back(SkinnyConfig{f, d.dtype, rows, width, splits, waves, cluster, true});
-  };
-  add_wc(Family::kMmaPipe, 16, 8, 1, 0, 0);
-  add_wc(Family::kMmaPipe, 16, 8, 0, 2, 0);
-  add_wc(Family::kMmaPipe, 16, 8, 0, 0, 2);
-  add_wc(Family::kMmaPipe, 32, 4, 1, 0, 0);
-  add_wc(Family::kMma, 16, 8, 1, 0, 0);
-  add_wc(Family::kMma, 16, 16, 1, 0, 0);
+  const std::size_t first_wc = out.size();
+  add(Family::kMmaPipe, 16, 8, 1);
+  add_waves(Family::kMmaPipe, 16, 8, 2);
+  add_cluster(16, 8, 2);
+  add(Family::kMmaPipe, 32, 4, 1);
+  add(Family::kMma, 16, 8, 1);
+  add(Family::kMma, 16, 16, 1);
   if (d.n > kMaxGemvTokens) {
-    add_wc(Family::kMma, 32, 8, 1, 0, 0);
-    add_wc(Family::kMma, 32, 16, 1, 0, 0);
+    add(Family::kMma, 32, 8, 1);
+    add(Family::kMma, 32, 16, 1);
   }
   if (d.n <= 16) {
-    add_wc(Family::kMmaPipe, 16, 16, 1, 0, 0);
-    add_wc(Family::kMmaPipe, 16, 16, 0, 0, 2);
+    add(Family::kMmaPipe, 16, 16, 1);
+    add_cluster(16, 16, 2);
   }
+  for (std::size_t i = first_wc; i < out.size(); ++i) out[i].wc = true;
   return out;
 }
 
