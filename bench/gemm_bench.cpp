@@ -1,6 +1,7 @@
 // The GEMM benchmark driver: tunes the LLM projection suite in one process (`tune`), then a second
 // process (`verify`) loads the results file and measures Default, the tuned solution and the best
-// of cuBLASLt's top-8 heuristics side by side, back-to-back and in CUDA graphs, against the
+// of cuBLASLt's top-8 heuristics side by side, back-to-back (events every 8 calls, and as an
+// unbroken stream of 32 launches) and in CUDA graphs, against the
 // roofline floor (bytes / measured copy bandwidth, flops / measured matmul peak).
 #include <CLI/CLI.hpp>
 #include <cublas_v2.h>
@@ -178,6 +179,31 @@ std::pair<Timing, Timing> time_paired(cudaStream_t s, const std::function<Status
   return {{median_of(ta) * 1e3, n / 2}, {median_of(tb) * 1e3, n / 2}};
 }
 
+// The same pair as a stream of launches: each timed run is one primed run of
+// EventTimer::kCallsPerPrime calls of one contender with an event pair around the run and none
+// inside it, so every call but the run's first may overlap its predecessor (PDL) as in a decoder's
+// stream, where the grouped timing above stops that overlap at every group edge. Runs alternate
+// A B B A.
+std::pair<Timing, Timing> time_stream_paired(cudaStream_t s, const std::function<Status(int)>& fa,
+                                             const std::function<Status(int)>& fb, double budget_ms = 30) {
+  constexpr int kRun = EventTimer::kCallsPerPrime, kCycle = 4 * kRun;
+  auto is_b = [](int i) {
+    const int r = (i / kRun) % 4;
+    return r == 1 || r == 2;
+  };
+  auto fn = [&](int i) { return is_b(i) ? fb(i) : fa(i); };
+  EventTimer timer(s, 60000, kRun);
+  std::vector<double> t;
+  ok(timer.time_calls(kCycle, fn, &t), "warmup");
+  const double est = std::max(1e-3, median_of(t));
+  const int n = std::clamp(static_cast<int>(budget_ms / est) / kCycle, 1, 6) * kCycle;
+  t.clear();
+  ok(timer.time_calls(n, fn, &t), "timing");
+  std::vector<double> ta, tb;
+  for (int i = 0; i < n; ++i) (is_b(i) ? tb : ta).push_back(t[i]);
+  return {{median_of(ta) * 1e3, n / 2}, {median_of(tb) * 1e3, n / 2}};
+}
+
 // In a CUDA graph: `per_graph` calls captured once, replays timed with events, median/call.
 Timing time_graph(cudaStream_t s, const std::function<Status(int)>& fn, int per_graph = 20,
                   int replays = 15) {
@@ -341,7 +367,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
         return h->run(GemmArgs{d, ops.ops[i % nc]}, ws, res->workspace_limit(), reinterpret_cast<Stream>(s));
       }});
     }
-    std::vector<std::vector<double>> rounds(contenders.size());
+    std::vector<std::vector<double>> rounds(contenders.size()), stream_rounds(2);
     // Default and the tuned dispatch are timed as a pair (time_paired), first and second in
     // alternate rounds; the heuristics one by one, rotated and reversed every other round, since on
     // long compute-bound GEMMs the clock sags over a round and a fixed order favours the first.
@@ -351,6 +377,9 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
       auto [p0, p1] = time_paired(s, contenders[flip ? 1 : 0].second, contenders[flip ? 0 : 1].second);
       rounds[0].push_back(flip ? p1.median_us : p0.median_us);
       rounds[1].push_back(flip ? p0.median_us : p1.median_us);
+      auto [q0, q1] = time_stream_paired(s, contenders[flip ? 1 : 0].second, contenders[flip ? 0 : 1].second);
+      stream_rounds[0].push_back(flip ? q1.median_us : q0.median_us);
+      stream_rounds[1].push_back(flip ? q0.median_us : q1.median_us);
       for (std::size_t i = 0; i + 2 < nct; ++i) {
         const std::size_t pos = (i + static_cast<std::size_t>(r) * 3) % (nct - 2);
         const std::size_t c = 2 + (flip ? nct - 3 - pos : pos);
@@ -358,6 +387,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
       }
     }
     const Timing t_def{median_of(rounds[0]), 0}, t_tun{median_of(rounds[1]), 0};
+    const Timing s_def{median_of(stream_rounds[0]), 0}, s_tun{median_of(stream_rounds[1]), 0};
     double t_heur = t_def.median_us;  // heuristic #0 is cuBLASLt's own default
     for (std::size_t c = 2; c < contenders.size(); ++c) t_heur = std::min(t_heur, median_of(rounds[c]));
     Timing g_def, g_tun;
@@ -384,13 +414,15 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
                 {"N", p.shape.n}, {"K", p.shape.k}, {"dtype", key}, {"default_us", t_def.median_us},
                 {"tuned_us", t_tun.median_us}, {"heur_best_us", t_heur}, {"n_heur", nh},
                 {"default_graph_us", g_def.median_us}, {"tuned_graph_us", g_tun.median_us},
+                {"default_stream_us", s_def.median_us}, {"tuned_stream_us", s_tun.median_us},
                 {"winner", winner}, {"floor_us", floor_us}, {"efficiency", floor_us / t_tun.median_us},
                 {"default_efficiency", floor_us / t_def.median_us},
                 {"speedup_tuned", spt}, {"speedup_heur", sph}, {"bytes", bytes}, {"flops", flops}};
     rows.push_back(row);
-    fmt::print("{:<36} def {:8.2f} tuned {:8.2f} heur8 {:8.2f} graph def {:7.2f} tuned {:7.2f} us | "
-               "floor {:7.2f} eff {:.2f} | {:.3f}x {}\n", p.id(), t_def.median_us, t_tun.median_us, t_heur,
-               g_def.median_us, g_tun.median_us, floor_us, floor_us / t_tun.median_us, spt, winner);
+    fmt::print("{:<36} def {:8.2f} tuned {:8.2f} heur8 {:8.2f} stream def {:7.2f} tuned {:7.2f} graph def {:7.2f} "
+               "tuned {:7.2f} us | floor {:7.2f} eff {:.2f} | {:.3f}x {}\n", p.id(), t_def.median_us,
+               t_tun.median_us, t_heur, s_def.median_us, s_tun.median_us, g_def.median_us, g_tun.median_us,
+               floor_us, floor_us / t_tun.median_us, spt, winner);
     std::fflush(stdout);
   }
   json summary;
@@ -403,16 +435,17 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   std::ofstream(out + "/gemm_verify.json") << j.dump(1);
   std::ofstream csv(out + "/gemm_verify.csv");
   csv << "problem,dtype,M,N,K,default_us,tuned_us,heur_best_us,default_graph_us,tuned_graph_us,floor_us,"
-         "efficiency,speedup_tuned,speedup_heur,winner\n";
+         "efficiency,speedup_tuned,speedup_heur,winner,default_stream_us,tuned_stream_us\n";
   for (const auto& r : rows)
-    csv << fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.4f},{}\n",
+    csv << fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.4f},{},{:.3f},{:.3f}\n",
                        r["problem"].get<std::string>(), r["dtype"].get<std::string>(), r["M"].get<long>(),
                        r["N"].get<long>(), r["K"].get<long>(), r["default_us"].get<double>(),
                        r["tuned_us"].get<double>(), r["heur_best_us"].get<double>(),
                        r["default_graph_us"].get<double>(), r["tuned_graph_us"].get<double>(),
                        r["floor_us"].get<double>(), r["efficiency"].get<double>(),
                        r["speedup_tuned"].get<double>(), r["speedup_heur"].get<double>(),
-                       r["winner"].get<std::string>());
+                       r["winner"].get<std::string>(), r["default_stream_us"].get<double>(),
+                       r["tuned_stream_us"].get<double>());
   std::ofstream md(out + "/gemm_verify.md");
   md << fmt::format("Device {} ({} SMs), driver {}, copy bandwidth {:.2f} TB/s\n\n", prop.name,
                     prop.multiProcessorCount, drv, bw / 1e12);
@@ -420,12 +453,14 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   for (auto& [k, v] : sp_tuned)
     md << fmt::format("| {} | {} | {:.3f} | {:.3f} |\n", k, v.size(), geomean(v), geomean(sp_heur[k]));
   md << fmt::format("\nShapes slower than Default by more than 2%: {}\n\n", regressions);
-  md << "| problem | Default us | tuned us | heur-8 us | graph Default us | graph tuned us | floor us | eff | speedup | winner |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "| problem | Default us | tuned us | heur-8 us | stream Default us | stream tuned us | graph Default us | "
+        "graph tuned us | floor us | eff | speedup | winner |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows)
-    md << fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {} |\n",
+    md << fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {} |\n",
                       r["problem"].get<std::string>(), r["default_us"].get<double>(), r["tuned_us"].get<double>(),
-                      r["heur_best_us"].get<double>(), r["default_graph_us"].get<double>(),
+                      r["heur_best_us"].get<double>(), r["default_stream_us"].get<double>(),
+                      r["tuned_stream_us"].get<double>(), r["default_graph_us"].get<double>(),
                       r["tuned_graph_us"].get<double>(), r["floor_us"].get<double>(),
                       r["efficiency"].get<double>(), r["speedup_tuned"].get<double>(),
                       r["winner"].get<std::string>());

@@ -108,14 +108,19 @@ class EventTimer final : public Timer {
   static constexpr int event_group(int n) { return n < 1 ? 1 : n < kGroup ? n : kGroup; }
   /// prime_ns_per_call: how long the GPU is held per queued call; it must exceed the host's cost
   /// of one launch (20 us covers a direct library call; callers timing through more layers pass more).
-  explicit EventTimer(cudaStream_t stream, int prime_ns_per_call = 20000)
-      : stream_(stream), prime_ns_per_call_(prime_ns_per_call) {}
+  /// group: calls per event pair, a divisor of kCallsPerPrime (kGroup for the tuner; kCallsPerPrime
+  /// times whole primed runs with no event between calls, as a stream of launches runs).
+  explicit EventTimer(cudaStream_t stream, int prime_ns_per_call = 20000, int group = kGroup)
+      : stream_(stream), prime_ns_per_call_(prime_ns_per_call),
+        group_(group >= 1 && kCallsPerPrime % group == 0 ? group : kGroup) {}
   Status time_calls(int n, const std::function<Status(int)>& fn,
                     std::vector<double>* times) override;
+  int group() const { return group_; }
 
  private:
   cudaStream_t stream_;
   int prime_ns_per_call_;
+  int group_;
   std::vector<CudaEvent> events_;
 };
 
