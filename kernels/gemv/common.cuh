@@ -14,8 +14,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -40,10 +38,7 @@ struct SkinnyParams {
   const void* bias = nullptr;     ///< m elements of the out type, or null
   const float* scale_a = nullptr; ///< device scalar multiplying the result, or null (fp8 only)
   const float* scale_b = nullptr; ///< device scalar multiplying the result, or null (fp8 only)
-  float* partial = nullptr;       ///< [splits][n][m] fp32 partial sums when splits > 1; stream-K:
-                                  ///< [2 * gridDim.x][n][rows per block] (SkinnyStreamK::slot)
-  unsigned long long* sk_flags = nullptr;  ///< stream-K: one arrival flag per partial slot
-  unsigned long long sk_nonce = 0;         ///< stream-K: this call's arrival mark (never 0)
+  float* partial = nullptr;       ///< [splits][n][m] fp32 partial sums when splits > 1
   long long lda = 0, ldb = 0, ldc = 0;  ///< elements
   int m = 0, n = 0, k = 0;        ///< weight rows, tokens (1..64), reduction length
   int kc = 0;                     ///< K elements per split, a multiple of the kernel's granule
@@ -61,54 +56,8 @@ struct SkinnyLaunch {
   int max_splits = 1;  ///< cap for auto and wave-balanced splits (partial-traffic bound), >= 1
   int waves = 0;       ///< with splits == 0: > 0 picks splits for >= that many balanced waves
   int cluster = 0;     ///< mmap only: > 1 splits K over a cluster of that many blocks (sm_90)
-  bool stream_k = false;  ///< mmap only: stream-K over a persistent grid (splits, waves ignored)
   std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
 };
-
-/// Stream-K work split: the ceil(m / bm) row blocks times g = ceil(k / granule) K granules make
-/// u units, and block b of the grid's p takes units [b * u / p, (b + 1) * u / p): every block
-/// streams the same number of weight bytes to within a granule. A block's range is a run of
-/// segments, each one row block's granules [g0, g1); only its first and last segment can be part
-/// of a row block, so each block owns two partial-sum slots (2b: first segment, 2b + 1: last).
-struct SkinnySegment {
-  int rb, g0, g1;  ///< row block, K granules [g0, g1)
-};
-
-struct SkinnyStreamK {
-  long long g, u;
-  int p;
-  __host__ __device__ SkinnyStreamK(int m, int k, int bm, int granule, int blocks)
-      : g((k + granule - 1LL) / granule), u((m + bm - 1LL) / bm * g), p(blocks) {}
-  __host__ __device__ long long begin(long long b) const { return b * u / p; }
-  /// The block whose range holds unit x.
-  __device__ int block_of(long long x) const { return static_cast<int>(((x + 1) * p + u - 1) / u - 1); }
-  /// The segment that starts at unit x of a range ending at `end`.
-  __device__ SkinnySegment segment(long long x, long long end) const {
-    const long long rb = x / g, g0 = x - rb * g;
-    const long long g1 = g0 + (end - x) < g ? g0 + (end - x) : g;
-    return {static_cast<int>(rb), static_cast<int>(g0), static_cast<int>(g1)};
-  }
-  /// Partial-sum slot of row block rb's segment in block b.
-  __device__ int slot(int b, int rb) const { return 2 * b + (begin(b) / g == rb ? 0 : 1); }
-};
-
-/// Workspace of a stream-K launch of `blocks` blocks of `bm` rows and n tokens: the arrival flags
-/// (2 per block), then the partial-sum slots.
-inline std::size_t skinny_stream_k_bytes(long long blocks, int bm, int n) {
-  return static_cast<std::size_t>(blocks) * 2 *
-         (sizeof(unsigned long long) + static_cast<std::size_t>(bm) * n * sizeof(float));
-}
-
-/// A fresh arrival mark per stream-K launch (never 0, which marks a consumed flag). Seeded once per
-/// process, so flags that a crashed process left in reused memory do not match.
-inline unsigned long long skinny_stream_k_nonce() {
-  static std::atomic<unsigned long long> next{
-      static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count())};
-  unsigned long long z = next.fetch_add(0x9E3779B97F4A7C15ull) + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64 finalizer
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (z ^ (z >> 31)) | 1ull;
-}
 
 namespace skinny_detail {
 

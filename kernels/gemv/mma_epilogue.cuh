@@ -1,6 +1,6 @@
 // The end of every tensor-core skinny kernel (skinny_mma.cuh: mma and mmap): the warps'
-// accumulators added across the block, then written, left as a split's partial, added across a
-// thread-block cluster, or (stream-K) finished by the last block holding a part of the row block.
+// accumulators added across the block, then written, left as a split's partial, or added across a
+// thread-block cluster.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -88,95 +88,6 @@ __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const 
     __trap();  // launchers refuse cluster variants below sm_90
 #endif
   }
-}
-
-__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/// End of one stream-K segment (block of KW warps, 16 * WM rows, 8 * WN tokens; SkinnyStreamK): a
-/// whole row block is written like an unsplit one. A part of a row block is left in this block's
-/// slot and marked arrived (p.sk_nonce); the block that then sees every other part of the row block
-/// arrived and wins the first part's flag adds the parts in slot order (deterministic) and writes
-/// y, then clears the row block's flags for the next call. Arrival is a store, a sequentially
-/// consistent fence and a look at the others' flags, so of the parts' blocks at least the last to
-/// fence sees all; no block ever waits for another. `red` is mma_epilogue_smem(WM, WN, KW, 1).
-template <int WM, int WN, int KW>
-__device__ __forceinline__ void mma_stream_k_epilogue(const SkinnyParams& p, const float (&acc)[WM][WN][4],
-                                                      float* red, const SkinnyStreamK& sk,
-                                                      const SkinnySegment& f) {
-  constexpr int kBM = 16 * WM, kTok = 8 * WN;
-  constexpr int kSB = kBM + 4;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  float* mine = red + warp * kTok * kSB;
-#pragma unroll
-  for (int mt = 0; mt < WM; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < WN; ++nt) {
-      const int r = mt * 16 + g, j = nt * 8 + 2 * t;
-      mine[j * kSB + r] = acc[mt][nt][0];
-      mine[(j + 1) * kSB + r] = acc[mt][nt][1];
-      mine[j * kSB + r + 8] = acc[mt][nt][2];
-      mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
-    }
-  }
-  __syncthreads();
-  const int ntok = min(kTok, p.n);
-  const int row0 = f.rb * kBM;
-  const float scale = result_scale(p);
-  // Element o = j * kBM + r of this block's sums over its segment, warps added in order.
-  auto block_sum = [&](int o) {
-    const int r = o % kBM, j = o / kBM;
-    float s = 0.f;
-#pragma unroll
-    for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
-    return s;
-  };
-  if (f.g0 == 0 && f.g1 == sk.g) {
-    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
-      const int row = row0 + o % kBM;
-      if (row < p.m) write_result(p, row, o / kBM, block_sum(o), scale);
-    }
-    __syncthreads();  // red is the next segment's
-    return;
-  }
-  const int me = blockIdx.x;
-  const std::size_t slot_floats = static_cast<std::size_t>(kBM) * p.n;
-  float* part = p.partial + sk.slot(me, f.rb) * slot_floats;
-  for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) part[o] = block_sum(o);
-  __syncthreads();
-  const long long first = static_cast<long long>(f.rb) * sk.g;
-  const int b0 = sk.block_of(first), b1 = sk.block_of(first + sk.g - 1);
-  __shared__ int s_last;
-  if (threadIdx.x == 0) {
-    __threadfence();  // the block's partial before its flag
-    atomicExch(&p.sk_flags[sk.slot(me, f.rb)], p.sk_nonce);
-    __threadfence();  // fence.sc: the flag before the look at the others'
-    bool all = true;
-    for (int b = b0; b <= b1; ++b)
-      if (b != me && ld_acquire_u64(&p.sk_flags[sk.slot(b, f.rb)]) != p.sk_nonce) all = false;
-    // Two blocks can both see every part arrived; the one that takes the first part's flag
-    // finishes (y may be read for beta, so it must be written once).
-    s_last = all && atomicCAS(&p.sk_flags[sk.slot(b0, f.rb)], p.sk_nonce, 0ull) == p.sk_nonce;
-  }
-  __syncthreads();
-  if (s_last) {
-    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
-      const int row = row0 + o % kBM;
-      if (row >= p.m) continue;
-      float s = 0.f;
-      for (int b = b0; b <= b1; ++b)
-        s += b == me ? block_sum(o) : __ldcg(p.partial + sk.slot(b, f.rb) * slot_floats + o);
-      write_result(p, row, o / kBM, s, scale);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
-      for (int b = b0 + 1; b <= b1; ++b) atomicExch(&p.sk_flags[sk.slot(b, f.rb)], 0ull);
-  }
-  __syncthreads();  // red and s_last are the next segment's
 }
 
 /// Dynamic shared memory of mma_block_epilogue: the cross-warp buffer, plus the block's sums that

@@ -164,19 +164,28 @@ constexpr int skinny_mmap_min_blocks(int wm, int wn, int kw) {
   return per_sm_warps / kw > 0 ? per_sm_warps / kw : 1;
 }
 
-/// The pipelined kernels' main loop: acc <- rows [row0, row0 + 16 * WM) of W times tokens
-/// [0, 8 * WN) of x over K elements [kb, ke) (kb < ke, both multiples of kVec), in the K order of
-/// SkinnyKOrder<WC>. Rows past m and tokens past n read a valid row (the last); their sums are
-/// never written.
-template <class Tr, int WM, int WN, int KW, bool WC>
-__device__ __forceinline__ void skinny_mmap_accumulate(const SkinnyParams& p, int row0, int kb, int ke,
-                                                       float (&acc)[WM][WN][4]) {
+/// CS > 1: cluster split-K. The CS blocks of a (1, CS, 1) thread-block cluster (sm_90) take the CS
+/// K ranges of one row block (gridDim.y == CS, p.kc per range, p.splits == 1); each leaves its
+/// block sums in shared memory and cluster rank 0 adds them over distributed shared memory in rank
+/// order (deterministic) and writes y: split-K without partials in global memory and without the
+/// second (reduction) kernel.
+/// WC: warp-contiguous K order (SkinnyKOrder).
+template <class Tr, int WM, int WN, int KW, int CS, bool WC>
+__global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW))
+    skinny_mmap_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
   constexpr int kVec = Tr::kVec;
+  constexpr int kBM = 16 * WM;
   constexpr int kU = skinny_mma_unroll(WM);
+  extern __shared__ float red[];         // mma_block_epilogue's buffers
+
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * kBM;
+  const int kb = blockIdx.y * p.kc;
+  const int ke = min(p.k, kb + p.kc);
   const SkinnyKOrder<WC, kU, KW, kVec> ko(kb, ke, warp, t);
+  skinny_prologue(p, row0, kBM, kb, ke, Tr::kBytes);
 
   const unsigned char* wrow[WM][2];
 #pragma unroll
@@ -194,6 +203,7 @@ __device__ __forceinline__ void skinny_mmap_accumulate(const SkinnyParams& p, in
                static_cast<size_t>(min(nt * 8 + g, p.n - 1)) * p.ldb * Tr::kBytes;
   }
 
+  float acc[WM][WN][4];
 #pragma unroll
   for (int mt = 0; mt < WM; ++mt) {
 #pragma unroll
@@ -244,57 +254,8 @@ __device__ __forceinline__ void skinny_mmap_accumulate(const SkinnyParams& p, in
     compute(s1, s);
     s += step;
   }
-}
 
-/// CS > 1: cluster split-K. The CS blocks of a (1, CS, 1) thread-block cluster (sm_90) take the CS
-/// K ranges of one row block (gridDim.y == CS, p.kc per range, p.splits == 1); each leaves its
-/// block sums in shared memory and cluster rank 0 adds them over distributed shared memory in rank
-/// order (deterministic) and writes y: split-K without partials in global memory and without the
-/// second (reduction) kernel.
-/// WC: warp-contiguous K order (SkinnyKOrder).
-template <class Tr, int WM, int WN, int KW, int CS, bool WC>
-__global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW))
-    skinny_mmap_kernel(const __grid_constant__ SkinnyParams p) {
-  using namespace skinny_detail;
-  constexpr int kBM = 16 * WM;
-  extern __shared__ float red[];  // mma_block_epilogue's buffers
-  const int row0 = blockIdx.x * kBM;
-  const int kb = blockIdx.y * p.kc;
-  const int ke = min(p.k, kb + p.kc);
-  skinny_prologue(p, row0, kBM, kb, ke, Tr::kBytes);
-  float acc[WM][WN][4];
-  skinny_mmap_accumulate<Tr, WM, WN, KW, WC>(p, row0, kb, ke, acc);
   mma_block_epilogue<WM, WN, KW, CS>(p, acc, red, row0);
-  skinny_trace_exit(p.w);
-}
-
-/// Stream-K ("ksstream"): a persistent grid of one block per resident slot shares the row blocks'
-/// K granules (SkinnyStreamK) evenly, so every SM streams the same number of weight bytes whatever
-/// the row-block count (144 16-row blocks on 132 SMs leave 12 SMs with twice the work at one block
-/// per row block). A row block cut between blocks is finished by the last of them to arrive
-/// (mma_stream_k_epilogue): no reduction kernel, no wait on another block.
-template <class Tr, int WM, int WN, int KW, bool WC>
-__global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW))
-    skinny_mmap_stream_k_kernel(const __grid_constant__ SkinnyParams p) {
-  using namespace skinny_detail;
-  constexpr int kBM = 16 * WM;
-  constexpr int kGranule = skinny_mma_granule(Tr::kVec, KW);
-  extern __shared__ float red[];  // mma_stream_k_epilogue's buffers
-  const SkinnyStreamK sk(p.m, p.k, kBM, kGranule, static_cast<int>(gridDim.x));
-  long long u = sk.begin(blockIdx.x);
-  const long long u_end = sk.begin(blockIdx.x + 1);
-  {
-    const SkinnySegment f = sk.segment(u, u_end);
-    skinny_prologue(p, f.rb * kBM, kBM, f.g0 * kGranule, min(p.k, f.g1 * kGranule), Tr::kBytes);
-  }
-  while (u < u_end) {
-    const SkinnySegment f = sk.segment(u, u_end);
-    float acc[WM][WN][4];
-    skinny_mmap_accumulate<Tr, WM, WN, KW, WC>(p, f.rb * kBM, f.g0 * kGranule, min(p.k, f.g1 * kGranule),
-                                               acc);
-    mma_stream_k_epilogue<WM, WN, KW>(p, acc, red, sk, f);
-    u += f.g1 - f.g0;
-  }
   skinny_trace_exit(p.w);
 }
 
@@ -330,37 +291,6 @@ cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const Skin
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
-/// Launches the stream-K pipelined kernel: one block per resident slot (fewer when the problem has
-/// fewer K granules or the workspace, l.partial_bytes at p.partial, holds fewer slots), no
-/// reduction kernel.
-template <class Tr, int WM, int WN, int KW, bool WC>
-cudaError_t skinny_mmap_stream_k_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
-  constexpr int kThreads = KW * 32;
-  const int need = Tr::kBytes == 1 ? 89 : 80;
-  if (dev.cc < need || dev.ptx_version < need) return cudaErrorNotSupported;
-  constexpr std::size_t smem = skinny_detail::mma_epilogue_smem(WM, WN, KW, 1);
-  const auto kernel = skinny_mmap_stream_k_kernel<Tr, WM, WN, KW, WC>;
-  int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm);
-  if (e != cudaSuccess) return e;
-  SkinnyParams p = l.p;
-  const SkinnyStreamK whole(p.m, p.k, 16 * WM, skinny_mma_granule(Tr::kVec, KW), 1);
-  if (whole.u > (1LL << 40)) return cudaErrorInvalidValue;  // keeps b * u and (x + 1) * p in 64 bits
-  long long blocks = static_cast<long long>(per_sm) * dev.sms;
-  if (blocks > whole.u) blocks = whole.u;
-  const long long fit = static_cast<long long>(l.partial_bytes / skinny_stream_k_bytes(1, 16 * WM, p.n));
-  if (blocks > fit) blocks = fit;
-  if (blocks < 1 || p.partial == nullptr) return cudaErrorInvalidValue;
-  p.sk_flags = reinterpret_cast<unsigned long long*>(p.partial);
-  p.partial = reinterpret_cast<float*>(p.sk_flags + 2 * blocks);
-  p.sk_nonce = skinny_stream_k_nonce();
-  p.splits = 1;
-  p.kc = p.k;
-  p.acc_scale = 1.f;
-  e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks)), kThreads, smem, 1, p, dev, stream);
-  return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
-}
-
 /// Calls fn(integral_constant<KW>) for k_warps in {4, 8, 16}; 16 only where `with16`. 16 warps on
 /// one block hold a whole SM's 16 warps (the 128-register budget), so grids of 128-264 row blocks
 /// fill the device without split-K, and every row of a 16-row block has 4 KB of loads in flight
@@ -374,7 +304,6 @@ cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
 /// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at
 /// 16 rows), n <= 64;
 /// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored);
-/// l.stream_k: stream-K (16 rows, k_warps 8 or 16; splits and cluster ignored);
 /// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
 inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
                                const SkinnyLaunch& l, cudaStream_t stream) {
@@ -382,19 +311,6 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
-  if (l.stream_k) {
-    if (block_rows != 16) return cudaErrorInvalidValue;
-    return skinny_dispatch_in(in, [&](auto tr) {
-      using Tr = decltype(tr);
-      return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-        return skinny_dispatch_int<8, 16>(k_warps, [&](auto kw) {
-          constexpr int WN = wn.value, KW = kw.value;
-          return warp_contiguous ? skinny_mmap_stream_k_launch<Tr, 1, WN, KW, true>(l, dev, stream)
-                                 : skinny_mmap_stream_k_launch<Tr, 1, WN, KW, false>(l, dev, stream);
-        });
-      });
-    });
-  }
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {

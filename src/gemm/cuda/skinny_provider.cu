@@ -24,9 +24,6 @@ namespace kern = ::tunable::kernels;
 constexpr std::size_t kMaxWorkspace = std::size_t{32} << 20;
 /// Largest fixed or automatic K-split count.
 constexpr int kMaxSplits = 64;
-/// Most blocks of a stream-K grid (one per resident slot: 264 on an H100 at 16 warps per SM); the
-/// workspace is sized for them.
-constexpr int kMaxStreamBlocks = 1024;
 constexpr std::int64_t kMaxGemvTokens = 8;
 constexpr std::int64_t kMaxMmaTokens = 64;
 
@@ -50,11 +47,9 @@ struct SkinnyConfig {
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
   int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
   bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
-  bool stream = false;  ///< mmap, 16 rows, 8 or 16 warps: stream-K ("ksstream"; round 12)
 
   std::string name() const {
-    const std::string ks = stream         ? std::string("stream")
-                           : splits != 0  ? std::to_string(splits)
+    const std::string ks = splits != 0    ? std::to_string(splits)
                            : waves != 0   ? fmt::format("w{}", waves)
                            : cluster != 0 ? fmt::format("c{}", cluster)
                                           : std::string("auto");
@@ -72,9 +67,6 @@ struct SkinnyConfig {
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && family == Family::kGemv) return false;
-    if (stream && (family != Family::kMmaPipe || rows != 16 || (width != 8 && width != 16) || splits != 0 ||
-                   waves != 0 || cluster != 0))
-      return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
     return (rows == 16 || rows == 32) &&
@@ -84,7 +76,7 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|stream|w[0-9]|c[0-9]|[0-9]{1,2})(_wc)?$");
+        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
@@ -95,8 +87,7 @@ struct SkinnyConfig {
     c.rows = std::stoi(m[4].str());
     c.width = std::stoi(m[6].str());
     const std::string ks = m[7].str();
-    c.stream = ks == "stream";
-    c.splits = ks == "auto" || c.stream || ks[0] == 'w' || ks[0] == 'c' ? 0 : std::stoi(ks);
+    c.splits = ks == "auto" || ks[0] == 'w' || ks[0] == 'c' ? 0 : std::stoi(ks);
     c.waves = ks[0] == 'w' ? std::stoi(ks.substr(1)) : 0;
     c.cluster = ks[0] == 'c' ? std::stoi(ks.substr(1)) : 0;
     c.wc = m[8].matched;
@@ -230,8 +221,6 @@ class SkinnySolution final : public Solution<GemmArgs> {
   std::size_t workspace_bytes(const GemmArgs& a) const override {
     const GemmDesc& d = a.desc;
     if (d.m < 1 || d.n < 1 || d.k < 1) return 0;
-    if (cfg_.stream)
-      return kern::skinny_stream_k_bytes(kMaxStreamBlocks, cfg_.rows, static_cast<int>(std::min<std::int64_t>(d.n, kMaxMmaTokens)));
     const std::int64_t s = split_bound(cfg_, d);
     return s > 1 ? static_cast<std::size_t>(s) * sizeof(float) * static_cast<std::size_t>(d.n) *
                        static_cast<std::size_t>(d.m)
@@ -277,7 +266,6 @@ class SkinnySolution final : public Solution<GemmArgs> {
     l.splits = cfg_.splits;
     l.waves = cfg_.waves;
     l.cluster = cfg_.cluster;
-    l.stream_k = cfg_.stream;
     l.max_splits = static_cast<int>(cfg_.waves != 0 ? wave_split_cap(cfg_, d) : auto_split_cap(cfg_, d));
     l.partial_bytes = workspace == nullptr ? 0 : workspace_bytes;
 
@@ -306,8 +294,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
-/// order (_wc) of mma and mmap; round 12: stream-K of mmap. At most 51 (n <= 8), 54 (n 9-16) and 49
-/// (n > 16) before filtering.
+/// order (_wc) of mma and mmap. At most 48 (n <= 8), 51 (n 9-16) and 47 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -394,17 +381,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_cluster(16, 16, 2);
   }
   for (std::size_t i = first_wc; i < out.size(); ++i) out[i].wc = true;
-  // Round 12: stream-K of the pipelined kernel, so every SM streams the same weight bytes whatever
-  // the row-block count (llama3_405b_tp8 qkv: 144 row blocks on 132 SMs).
-  auto add_stream = [&](int width, bool wc) {
-    SkinnyConfig c{Family::kMmaPipe, d.dtype, 16, width};
-    c.stream = true;
-    c.wc = wc;
-    out.push_back(c);
-  };
-  add_stream(8, false);
-  add_stream(8, true);
-  if (d.n <= 16) add_stream(16, true);
   return out;
 }
 
@@ -490,15 +466,6 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int c : {2, 4}) wc(Family::kMmaPipe, bm, wk, 0, 0, c);
     }
   }
-  // Round 12: stream-K of the pipelined kernel at 16 rows, 8 and 16 warps, both K orders.
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3})
-    for (int wk : {8, 16})
-      for (bool wc : {false, true}) {
-        SkinnyConfig c{Family::kMmaPipe, t, 16, wk};
-        c.stream = true;
-        c.wc = wc;
-        names.push_back(c.name());
-      }
   return names;
 }
 
