@@ -78,19 +78,28 @@ __device__ __forceinline__ float activate(float x) {
 
 // ---- kernel -------------------------------------------------------------------------------------------
 
+/// The kernels' PDL prologue: pulls vectors [v0, v0 + nv) (clamped to the row) of gate and of up of
+/// rows [r0, r1) (clamped to p.rows) into L2.
+template <class T, int VEC>
+__device__ __forceinline__ void prefetch_gate_up(const ActAndMulParams& p, std::int64_t r0, std::int64_t r1,
+                                                 std::int64_t v0, std::int64_t nv) {
+  const std::int64_t bytes = min(nv, p.d / VEC - v0) * VEC * static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t r = r0; r < r1 && r < p.rows; ++r) {
+    const T* gate = static_cast<const T*>(p.x) + r * p.x_stride + v0 * VEC;
+    prefetch_l2(gate, bytes);
+    prefetch_l2(gate + p.d, bytes);
+  }
+}
+
 template <class T, class OutT, int VEC, int ITEMS, ActKind A, bool FAST>
 __global__ void __launch_bounds__(kActMaxThreads)
 kernel_act_and_mul(const __grid_constant__ ActAndMulParams p) {
   using V = Vec<T, VEC>;
   using VO = Vec<OutT, VEC>;
   const int nvec = p.d / VEC;
-  pdl_prologue([&] {
-    // This block's vectors of its first row, in gate and in up.
-    const std::int64_t v0 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x * ITEMS;
-    const std::int64_t n = min(static_cast<std::int64_t>(blockDim.x) * ITEMS, nvec - v0);
-    const T* gate = static_cast<const T*>(p.x) + blockIdx.y * p.x_stride + v0 * VEC;
-    prefetch_l2(gate, n * VEC * static_cast<std::int64_t>(sizeof(T)));
-    prefetch_l2(gate + p.d, n * VEC * static_cast<std::int64_t>(sizeof(T)));
+  pdl_prologue([&] {  // this block's vectors of its first row
+    prefetch_gate_up<T, VEC>(p, blockIdx.y, blockIdx.y + 1ll, static_cast<std::int64_t>(blockIdx.x) * blockDim.x * ITEMS,
+                             static_cast<std::int64_t>(blockDim.x) * ITEMS);
   });
   const int first = blockIdx.x * blockDim.x * ITEMS + threadIdx.x;
   float qinv = 1.0f;
@@ -135,15 +144,9 @@ kernel_act_and_mul_rows(const __grid_constant__ ActAndMulParams p) {
   using V = Vec<T, VEC>;
   using VO = Vec<OutT, VEC>;
   const int nvec = p.d / VEC;
-  pdl_prologue([&] {
-    // This block's vectors of its first ROWS rows, in gate and in up.
-    const std::int64_t v0 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x;
-    const std::int64_t bytes = min(static_cast<std::int64_t>(blockDim.x), nvec - v0) * VEC * static_cast<std::int64_t>(sizeof(T));
-    for (std::int64_t r = static_cast<std::int64_t>(blockIdx.y) * ROWS; r < (blockIdx.y + 1ll) * ROWS && r < p.rows; ++r) {
-      const T* gate = static_cast<const T*>(p.x) + r * p.x_stride + v0 * VEC;
-      prefetch_l2(gate, bytes);
-      prefetch_l2(gate + p.d, bytes);
-    }
+  pdl_prologue([&] {  // this block's vectors of its first ROWS rows
+    prefetch_gate_up<T, VEC>(p, static_cast<std::int64_t>(blockIdx.y) * ROWS, (blockIdx.y + 1ll) * ROWS,
+                             static_cast<std::int64_t>(blockIdx.x) * blockDim.x, blockDim.x);
   });
   const int v = blockIdx.x * blockDim.x + threadIdx.x;
   if (v >= nvec) return;
