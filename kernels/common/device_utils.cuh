@@ -302,22 +302,41 @@ bool pdl_supported(Kernel kernel) {
   return major >= 9;
 }
 
-/// kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch where the
-/// kernel and device support it.
+/// kernel<<<grid, block, smem, stream>>>(args...) through cudaLaunchKernelEx: programmatic-dependent
+/// when `pdl` (the caller has checked the kernel and device allow it), in thread-block clusters of
+/// `cluster` blocks when that is more than one block (sm_90).
 template <class... Params, class... Args>
-cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                          cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                             cudaStream_t stream, bool pdl, dim3 cluster, Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster.x;
+    attr[n].val.clusterDim.y = cluster.y;
+    attr[n++].val.clusterDim.z = cluster.z;
+  }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_supported(kernel) ? 1 : 0;
+  cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+/// kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch where the
+/// kernel and device support it.
+template <class... Params, class... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                          cudaStream_t stream, Args&&... args) {
+  return launch_kernel_ex(kernel, grid, block, smem, stream, pdl_supported(kernel), dim3(1, 1, 1),
+                          std::forward<Args>(args)...);
 }
 
 /// kernel<<<grid, block, smem, stream>>>(args...) in clusters of `cluster_x` blocks along x, with
@@ -327,21 +346,8 @@ template <class... Params, class... Args>
 cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
                                   cudaStream_t stream, unsigned cluster_x, Args&&... args) {
   if (!pdl_supported(kernel)) return cudaErrorNotSupported;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = cluster_x;
-  attr[1].val.clusterDim.y = 1;
-  attr[1].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 2;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  return launch_kernel_ex(kernel, grid, block, smem, stream, true, dim3(cluster_x, 1, 1),
+                          std::forward<Args>(args)...);
 }
 
 // ---- dispatch ---------------------------------------------------------------------------------------

@@ -591,6 +591,9 @@ inline cudaError_t skinny_apply_plan(const SkinnySplit& sp, const SkinnyLaunch& 
   return cudaSuccess;
 }
 
+/// Whether the skinny kernels launch programmatic-dependent: device and loaded code sm_90+.
+inline bool skinny_pdl(const SkinnyDevice& dev) { return dev.cc >= 90 && dev.ptx_version >= 90; }
+
 /// Launches the split-K reduction of `p` (p.splits > 1) on `stream`. With `pdl` the launch is
 /// programmatic-dependent: its blocks may start while the main kernel drains and wait for it in
 /// griddepcontrol.wait, which hides the launch gap between the two kernels.
@@ -601,19 +604,9 @@ inline cudaError_t skinny_launch_reduce(const SkinnyParams& p, const SkinnyDevic
   long long blocks = (total + kThreads - 1) / kThreads;
   const long long cap = static_cast<long long>(dev.sms) * 8;
   if (blocks > cap) blocks = cap;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
   // Only code built for sm_90+ contains griddepcontrol.wait; anything else launches plainly.
-  const bool pdl = dev.cc >= 90 && dev.ptx_version >= 90;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, skinny_splitk_reduce_kernel<kThreads>, p);
+  return launch_kernel_ex(skinny_splitk_reduce_kernel<kThreads>, dim3(static_cast<unsigned>(blocks)),
+                          dim3(kThreads), 0, stream, skinny_pdl(dev), dim3(1, 1, 1), p);
 }
 
 /// Launches a skinny main kernel: programmatic-dependent on sm_90 code (its prologue waits in
@@ -622,26 +615,8 @@ inline cudaError_t skinny_launch_reduce(const SkinnyParams& p, const SkinnyDevic
 template <class Kernel>
 cudaError_t skinny_launch_main(Kernel kernel, dim3 grid, int threads, std::size_t smem, int cluster,
                                const SkinnyParams& p, const SkinnyDevice& dev, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  if (dev.cc >= 90 && dev.ptx_version >= 90) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = 1;
-    attr[n].val.clusterDim.y = static_cast<unsigned>(cluster);
-    attr[n++].val.clusterDim.z = 1;
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
+  const cudaError_t e = launch_kernel_ex(kernel, grid, dim3(static_cast<unsigned>(threads)), smem, stream,
+                                         skinny_pdl(dev), dim3(1, cluster > 1 ? cluster : 1, 1), p);
   if (e != cudaSuccess) (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
   return e;
 }
