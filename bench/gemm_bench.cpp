@@ -153,11 +153,30 @@ Timing time_b2b(cudaStream_t s, const std::function<Status(int)>& fn, double bud
   return {median_of(t) * 1e3, n};
 }
 
-// Two contenders timed in one run, alternating every EventTimer group of 8 calls, so both see the
-// same clock and power state: on long compute-bound GEMMs the clock drifts by 3-5% between
-// separately timed runs, which made Default differ from itself by more than the 2% we judge by.
-// The group right after the timer's queue-priming sleep (every 32 calls) runs on a rested GPU, so
-// the pattern is A B B A | B A A B per 64 calls: each contender gets that slot equally often.
+// Two contenders timed in one run: call i goes to fb where is_b(i), else to fa; EventTimer groups
+// of `group` calls, `cycle` calls per pattern, 1 to max_cycles patterns within about budget_ms.
+template <class IsB>
+std::pair<Timing, Timing> time_alternating(cudaStream_t s, const std::function<Status(int)>& fa,
+                                           const std::function<Status(int)>& fb, IsB is_b, int group,
+                                           int cycle, int max_cycles, double budget_ms) {
+  auto fn = [&](int i) { return is_b(i) ? fb(i) : fa(i); };
+  EventTimer timer(s, 60000, group);
+  std::vector<double> t;
+  ok(timer.time_calls(cycle, fn, &t), "warmup");
+  const double est = std::max(1e-3, median_of(t));
+  const int n = std::clamp(static_cast<int>(budget_ms / est) / cycle, 1, max_cycles) * cycle;
+  t.clear();
+  ok(timer.time_calls(n, fn, &t), "timing");
+  std::vector<double> ta, tb;
+  for (int i = 0; i < n; ++i) (is_b(i) ? tb : ta).push_back(t[i]);
+  return {{median_of(ta) * 1e3, n / 2}, {median_of(tb) * 1e3, n / 2}};
+}
+
+// Default and tuned alternating every EventTimer group of 8 calls, so both see the same clock and
+// power state: on long compute-bound GEMMs the clock drifts by 3-5% between separately timed runs,
+// which made Default differ from itself by more than the 2% we judge by. The group right after the
+// timer's queue-priming sleep (every 32 calls) runs on a rested GPU, so the pattern is
+// A B B A | B A A B per 64 calls: each contender gets that slot equally often.
 std::pair<Timing, Timing> time_paired(cudaStream_t s, const std::function<Status(int)>& fa,
                                       const std::function<Status(int)>& fb, double budget_ms = 30) {
   constexpr int kG = EventTimer::kGroup, kCycle = 2 * EventTimer::kCallsPerPrime;
@@ -166,17 +185,7 @@ std::pair<Timing, Timing> time_paired(cudaStream_t s, const std::function<Status
     const int g = (i / kG) % 4;
     return ((g == 1 || g == 2) ? 1 : 0) ^ ((i / EventTimer::kCallsPerPrime) % 2);
   };
-  auto fn = [&](int i) { return is_b(i) ? fb(i) : fa(i); };
-  EventTimer timer(s, 60000);
-  std::vector<double> t;
-  ok(timer.time_calls(kCycle, fn, &t), "warmup");
-  const double est = std::max(1e-3, median_of(t));
-  const int n = std::clamp(static_cast<int>(budget_ms / est) / kCycle, 1, 12) * kCycle;
-  t.clear();
-  ok(timer.time_calls(n, fn, &t), "timing");
-  std::vector<double> ta, tb;
-  for (int i = 0; i < n; ++i) (is_b(i) ? tb : ta).push_back(t[i]);
-  return {{median_of(ta) * 1e3, n / 2}, {median_of(tb) * 1e3, n / 2}};
+  return time_alternating(s, fa, fb, is_b, kG, kCycle, 12, budget_ms);
 }
 
 // The same pair as a stream of launches: each timed run is one primed run of
@@ -186,22 +195,12 @@ std::pair<Timing, Timing> time_paired(cudaStream_t s, const std::function<Status
 // A B B A.
 std::pair<Timing, Timing> time_stream_paired(cudaStream_t s, const std::function<Status(int)>& fa,
                                              const std::function<Status(int)>& fb, double budget_ms = 30) {
-  constexpr int kRun = EventTimer::kCallsPerPrime, kCycle = 4 * kRun;
+  constexpr int kRun = EventTimer::kCallsPerPrime;
   auto is_b = [](int i) {
     const int r = (i / kRun) % 4;
     return r == 1 || r == 2;
   };
-  auto fn = [&](int i) { return is_b(i) ? fb(i) : fa(i); };
-  EventTimer timer(s, 60000, kRun);
-  std::vector<double> t;
-  ok(timer.time_calls(kCycle, fn, &t), "warmup");
-  const double est = std::max(1e-3, median_of(t));
-  const int n = std::clamp(static_cast<int>(budget_ms / est) / kCycle, 1, 6) * kCycle;
-  t.clear();
-  ok(timer.time_calls(n, fn, &t), "timing");
-  std::vector<double> ta, tb;
-  for (int i = 0; i < n; ++i) (is_b(i) ? tb : ta).push_back(t[i]);
-  return {{median_of(ta) * 1e3, n / 2}, {median_of(tb) * 1e3, n / 2}};
+  return time_alternating(s, fa, fb, is_b, kRun, 4 * kRun, 6, budget_ms);
 }
 
 // In a CUDA graph: `per_graph` calls captured once, replays timed with events, median/call.
