@@ -594,7 +594,7 @@ inline cudaError_t skinny_apply_plan(const SkinnySplit& sp, const SkinnyLaunch& 
 /// Whether the skinny kernels launch programmatic-dependent: device and loaded code sm_90+.
 inline bool skinny_pdl(const SkinnyDevice& dev) { return dev.cc >= 90 && dev.ptx_version >= 90; }
 
-/// Launches the split-K reduction of `p` (p.splits > 1) on `stream`. With `pdl` the launch is
+/// Launches the split-K reduction of `p` (p.splits > 1) on `stream`. On sm_90 code the launch is
 /// programmatic-dependent: its blocks may start while the main kernel drains and wait for it in
 /// griddepcontrol.wait, which hides the launch gap between the two kernels.
 inline cudaError_t skinny_launch_reduce(const SkinnyParams& p, const SkinnyDevice& dev,

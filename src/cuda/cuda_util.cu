@@ -133,7 +133,7 @@ Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
                                          std::min(kCallsPerPrime, n - i));
       TUNABLE_CUDA_CHECK_LAUNCH();
     }
-    const int group = n < group_ ? std::max(n, 1) : group_;
+    const int group = group_for(n);
     if (i % group == 0 || i % kCallsPerPrime == 0)
       TUNABLE_CUDA_CHECK(cudaEventRecord(events_[i].get(), stream_));
     TUNABLE_RETURN_IF_ERROR(fn(i));
@@ -141,7 +141,7 @@ Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
   TUNABLE_CUDA_CHECK(cudaEventRecord(events_[n].get(), stream_));
   TUNABLE_CUDA_CHECK(cudaEventSynchronize(events_[n].get()));
   // Each call of a group is credited with the group's mean.
-  const int group = n < group_ ? std::max(n, 1) : group_;
+  const int group = group_for(n);
   for (int i = 0; i < n; i += group) {
     const int g = std::min(group, n - i);
     float ms = 0;

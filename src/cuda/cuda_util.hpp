@@ -109,15 +109,18 @@ class EventTimer final : public Timer {
   /// prime_ns_per_call: how long the GPU is held per queued call; it must exceed the host's cost
   /// of one launch (20 us covers a direct library call; callers timing through more layers pass more).
   /// group: calls per event pair, a divisor of kCallsPerPrime (kGroup for the tuner; kCallsPerPrime
-  /// times whole primed runs with no event between calls, as a stream of launches runs).
+  /// times whole primed runs with no event between calls, as a stream of launches runs); any other
+  /// value means kGroup.
   explicit EventTimer(cudaStream_t stream, int prime_ns_per_call = 20000, int group = kGroup)
       : stream_(stream), prime_ns_per_call_(prime_ns_per_call),
         group_(group >= 1 && kCallsPerPrime % group == 0 ? group : kGroup) {}
   Status time_calls(int n, const std::function<Status(int)>& fn,
                     std::vector<double>* times) override;
-  int group() const { return group_; }
 
  private:
+  /// Calls one event pair brackets when n calls are timed (event_group with this timer's group).
+  int group_for(int n) const { return n < 1 ? 1 : n < group_ ? n : group_; }
+
   cudaStream_t stream_;
   int prime_ns_per_call_;
   int group_;
