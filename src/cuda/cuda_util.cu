@@ -121,11 +121,16 @@ void DeviceBuffer::reset() noexcept {
 
 Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
                               std::vector<double>* times) {
-  while (static_cast<int>(events_.size()) < n + 1) {
+  if (n <= 0) return Status::ok();
+  // Group k of `group` calls is bracketed by events_[2k] and events_[2k + 1]; the end event is
+  // recorded before the next priming sleep, so no bracket ever holds a sleep.
+  const int group = group_for(n), groups = (n + group - 1) / group;
+  while (static_cast<int>(events_.size()) < 2 * groups) {
     events_.emplace_back();
     TUNABLE_RETURN_IF_ERROR(events_.back().create());
   }
   for (int i = 0; i < n; ++i) {
+    if (i % group == 0 && i > 0) TUNABLE_CUDA_CHECK(cudaEventRecord(events_[2 * (i / group) - 1].get(), stream_));
     if (i % kCallsPerPrime == 0) {
       // Prime the queue: while this sleeps the host enqueues the next calls, so what the events
       // bracket is the GPU running them back to back, not the host's launch rate.
@@ -133,19 +138,16 @@ Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
                                          std::min(kCallsPerPrime, n - i));
       TUNABLE_CUDA_CHECK_LAUNCH();
     }
-    const int group = group_for(n);
-    if (i % group == 0 || i % kCallsPerPrime == 0)
-      TUNABLE_CUDA_CHECK(cudaEventRecord(events_[i].get(), stream_));
+    if (i % group == 0) TUNABLE_CUDA_CHECK(cudaEventRecord(events_[2 * (i / group)].get(), stream_));
     TUNABLE_RETURN_IF_ERROR(fn(i));
   }
-  TUNABLE_CUDA_CHECK(cudaEventRecord(events_[n].get(), stream_));
-  TUNABLE_CUDA_CHECK(cudaEventSynchronize(events_[n].get()));
+  TUNABLE_CUDA_CHECK(cudaEventRecord(events_[2 * groups - 1].get(), stream_));
+  TUNABLE_CUDA_CHECK(cudaEventSynchronize(events_[2 * groups - 1].get()));
   // Each call of a group is credited with the group's mean.
-  const int group = group_for(n);
-  for (int i = 0; i < n; i += group) {
-    const int g = std::min(group, n - i);
+  for (int k = 0; k < groups; ++k) {
+    const int g = std::min(group, n - k * group);
     float ms = 0;
-    TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].get(), events_[i + g].get()));
+    TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[2 * k].get(), events_[2 * k + 1].get()));
     for (int j = 0; j < g; ++j) times->push_back(ms / g);
   }
   return Status::ok();
