@@ -124,7 +124,7 @@ Status EventTimer::time_calls(int n, const std::function<Status(int)>& fn,
   if (n <= 0) return Status::ok();
   // Group k of `group` calls is bracketed by events_[2k] and events_[2k + 1]; the end event is
   // recorded before the next priming sleep, so no bracket ever holds a sleep.
-  const int group = group_for(n), groups = (n + group - 1) / group;
+  const int group = event_group(n, group_), groups = (n + group - 1) / group;
   while (static_cast<int>(events_.size()) < 2 * groups) {
     events_.emplace_back();
     TUNABLE_RETURN_IF_ERROR(events_.back().create());

@@ -93,19 +93,20 @@ class CudaStream {
   cudaStream_t s_ = nullptr;
 };
 
-/// Times back-to-back calls on one stream: an event before every group of event_group(n) calls
-/// and one after the last, and no synchronization between them. Every kCallsPerPrime calls a sleep
+/// Times back-to-back calls on one stream: an event pair around every group of event_group(n)
+/// calls (the end event before the next priming sleep), and no synchronization between them. Every kCallsPerPrime calls a sleep
 /// kernel first holds the GPU while the host queues them, so small kernels are timed as the GPU
 /// runs them (as in a CUDA graph), not at the host's launch rate.
 class EventTimer final : public Timer {
  public:
   static constexpr int kCallsPerPrime = 32;  // a multiple of kGroup
   static constexpr int kGroup = 8;
-  /// Calls one event pair brackets when n calls are timed: up to kGroup. An event between two
-  /// calls costs the GPU about a tiny kernel's time and stops a PDL kernel from overlapping its
-  /// predecessor, so every chunk the tuner compares (the 3-call first probe included) must be
-  /// grouped alike; per-call events made a 3 us kernel's probe read 5.5 us and pruned it.
-  static constexpr int event_group(int n) { return n < 1 ? 1 : n < kGroup ? n : kGroup; }
+  /// Calls one event pair brackets when n calls are timed: up to `group` (the timer's; the tuner's
+  /// is kGroup). An event between two calls costs the GPU about a tiny kernel's time and stops a
+  /// PDL kernel from overlapping its predecessor, so every chunk the tuner compares (the 3-call
+  /// first probe included) must be grouped alike; per-call events made a 3 us kernel's probe read
+  /// 5.5 us and pruned it.
+  static constexpr int event_group(int n, int group = kGroup) { return n < 1 ? 1 : n < group ? n : group; }
   /// prime_ns_per_call: how long the GPU is held per queued call; it must exceed the host's cost
   /// of one launch (20 us covers a direct library call; callers timing through more layers pass more).
   /// group: calls per event pair, a divisor of kCallsPerPrime (kGroup for the tuner; kCallsPerPrime
@@ -118,8 +119,6 @@ class EventTimer final : public Timer {
                     std::vector<double>* times) override;
 
  private:
-  /// Calls one event pair brackets when n calls are timed (event_group with this timer's group).
-  int group_for(int n) const { return n < 1 ? 1 : n < group_ ? n : group_; }
 
   cudaStream_t stream_;
   int prime_ns_per_call_;
