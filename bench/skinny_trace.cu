@@ -53,7 +53,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Per-block timeline of back-to-back skinny GEMM calls"};
-  int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48;
+  int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
   bool graph = false;
@@ -66,10 +66,26 @@ int main(int argc, char** argv) {
   app.add_option("--warps", warps, "gemv: warps per block; mma/mmap: K warps");
   app.add_option("--calls", calls, "back-to-back calls traced");
   app.add_option("--rotate-mb", rotate_mb, "weight copies rotated through (MB)");
+  app.add_option("--carveout", carveout,
+                 "shared-memory carve-out hint (percent, cudaFuncAttributePreferredSharedMemoryCarveout) for the "
+                 "16-row 8-warp mma/mmap kernels at <= 16 tokens; -1: the driver's choice");
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);
 
+  if (carveout >= 0) {
+    // Whether the L1 / shared-memory split changes how fast the blocks stream (round 13).
+    using namespace tunable::kernels;
+    using Tr = skinny_detail::Bf16Traits;
+    auto set = [&](const void* f) {
+      check(cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout, carveout), "carveout");
+    };
+    set(reinterpret_cast<const void*>(skinny_mmap_kernel<Tr, 1, 1, 8, 1, true>));
+    set(reinterpret_cast<const void*>(skinny_mmap_kernel<Tr, 1, 2, 8, 1, true>));
+    set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 1, 8, true>));
+    set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 2, 8, true>));
+    std::printf("carve-out hint %d %% shared memory\n", carveout);
+  }
   const size_t wbytes = size_t(n) * k * 2;
   const int copies = std::max(2, static_cast<int>(rotate_mb * 1e6 / wbytes + 1));
   std::vector<void*> w(copies);

@@ -116,14 +116,17 @@ for step in "$@"; do
       grep -E "^===|^exit|Duration|DRAM Throughput" "$OUT/ncu_skinny.txt" | tail -20 ;;
     trace)
       # Per-block timeline of 48 back-to-back calls (bench/skinny_trace.cu), stream then graph:
-      # TRACE_CASES="kernel,rows,warps,n,k,m;..." (kernel gemv | mma | mmap | mmawc | mmapwc).
+      # TRACE_CASES="kernel,rows,warps,n,k,m[,carveout];..." (kernel gemv | mma | mmap | mmawc | mmapwc;
+      # carveout: shared-memory percent hint for the 16-row 8-warp mma/mmap kernels, default -1).
       IFS=';' read -ra tcases <<< "${TRACE_CASES:?set TRACE_CASES}"
       for c in "${tcases[@]}"; do
-        IFS=',' read -r kern rows warps n k m <<< "$c"
+        IFS=',' read -r kern rows warps n k m co <<< "$c"
+        co="${co:--1}"
         for mode in stream graph; do
           flag=(); [ "$mode" = graph ] && flag=(--graph)
           $B/bench/tunable_skinny_trace --kernel "$kern" --rows "$rows" --warps "$warps" --n "$n" --k "$k" --m "$m" \
-            "${flag[@]}" --out "$OUT/trace_${kern}_${rows}_${warps}_${n}x${k}_m${m}_${mode}.json" 2>&1 | tee -a "$OUT/trace.txt"
+            --carveout "$co" "${flag[@]}" \
+            --out "$OUT/trace_${kern}_${rows}_${warps}_${n}x${k}_m${m}_c${co}_${mode}.json" 2>&1 | tee -a "$OUT/trace.txt"
         done
       done ;;
     pack)
