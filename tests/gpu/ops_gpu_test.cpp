@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_util.hpp"
@@ -165,6 +166,29 @@ std::vector<Case> unique_cases(std::vector<Case> cases) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+/// Runs every registered candidate of `run`'s problem directly (not only the one Default picks),
+/// each on fresh poisoned outputs, checks it against the reference and appends its name to
+/// `names`. Run: NormRun or ActRun.
+template <class Run>
+void check_every_candidate(Run& run, std::vector<std::string>* names) {
+  const auto a = run.args();
+  const auto cands = all_candidates(a);
+  ASSERT_GT(cands.size(), 1u);
+  for (const auto& sol : cands) {
+    ASSERT_OK(sol->can_implement(a));
+    ASSERT_NO_FATAL_FAILURE(run.reset());
+    ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
+    run.check(sol->name());
+    names->push_back(sol->name());
+  }
+}
+
+/// Whether any of `names` contains `part`.
+bool any_contains(const std::vector<std::string>& names, const char* part) {
+  return std::any_of(names.begin(), names.end(),
+                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
 }
 
 const char* fp8_name(Fp8Scaling f) {
@@ -431,18 +455,9 @@ class NormCandidatesTest : public ::testing::TestWithParam<NormCase> {};
 TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
   NormRun run(GetParam());
   ASSERT_NO_FATAL_FAILURE(run.setup());
-  const NormArgs a = run.args();
-  const std::vector<SolutionPtr<NormArgs>> cands = all_candidates(a);
-  ASSERT_GT(cands.size(), 1u);
-  bool cluster = false, early = false;
-  for (const auto& sol : cands) {
-    ASSERT_OK(sol->can_implement(a));
-    ASSERT_NO_FATAL_FAILURE(run.reset());
-    ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
-    run.check(sol->name());
-    cluster |= sol->name().find("_c") != std::string::npos;
-    early |= sol->name().find("_ew") != std::string::npos;
-  }
+  std::vector<std::string> names;
+  ASSERT_NO_FATAL_FAILURE(check_every_candidate(run, &names));
+  const bool cluster = any_contains(names, "_c"), early = any_contains(names, "_ew");
   // The new variants must not be filtered out silently where they apply (vec16 rows).
   const NormCase& c = GetParam();
   if (c.hidden % 8 == 0 && c.hidden >= 4096) {
@@ -616,18 +631,9 @@ class ActCandidatesTest : public ::testing::TestWithParam<ActCase> {};
 TEST_P(ActCandidatesTest, EveryCandidateMatchesReference) {
   ActRun run(GetParam());
   ASSERT_NO_FATAL_FAILURE(run.setup());
-  const ActArgs a = run.args();
-  const std::vector<SolutionPtr<ActArgs>> cands = all_candidates(a);
-  ASSERT_GT(cands.size(), 1u);
-  bool fast = false, rows_variant = false;
-  for (const auto& sol : cands) {
-    ASSERT_OK(sol->can_implement(a));
-    ASSERT_NO_FATAL_FAILURE(run.reset());
-    ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
-    run.check(sol->name());
-    fast |= sol->name().find("_fastsigmoid") != std::string::npos;
-    rows_variant |= sol->name().find("_r") != std::string::npos;
-  }
+  std::vector<std::string> names;
+  ASSERT_NO_FATAL_FAILURE(check_every_candidate(run, &names));
+  const bool fast = any_contains(names, "_fastsigmoid"), rows_variant = any_contains(names, "_r");
   EXPECT_TRUE(fast) << "the exp2-based sigmoid candidates were not among the candidates";
   const ActCase& c = GetParam();
   if (c.d == 4096 && c.rows >= 128) EXPECT_TRUE(rows_variant) << "no rows-per-thread candidate";
