@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   app.add_option("--rotate-mb", rotate_mb, "weight copies rotated through (MB)");
   app.add_option("--carveout", carveout,
                  "shared-memory carve-out hint (percent, cudaFuncAttributePreferredSharedMemoryCarveout) for the "
-                 "16-row 8-warp mma/mmap kernels at <= 16 tokens; -1: the driver's choice");
+                 "mmawc and mmapwc kernels at 16 rows, 8 warps and <= 16 tokens; -1: the driver's choice")
+      ->check(CLI::Range(-1, 100));
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);

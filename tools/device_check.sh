@@ -117,7 +117,7 @@ for step in "$@"; do
     trace)
       # Per-block timeline of 48 back-to-back calls (bench/skinny_trace.cu), stream then graph:
       # TRACE_CASES="kernel,rows,warps,n,k,m[,carveout];..." (kernel gemv | mma | mmap | mmawc | mmapwc;
-      # carveout: shared-memory percent hint for the 16-row 8-warp mma/mmap kernels, default -1).
+      # carveout: shared-memory percent hint for mmawc / mmapwc at 16 rows and 8 warps, default -1).
       IFS=';' read -ra tcases <<< "${TRACE_CASES:?set TRACE_CASES}"
       for c in "${tcases[@]}"; do
         IFS=',' read -r kern rows warps n k m co <<< "$c"
