@@ -116,7 +116,7 @@ for step in "$@"; do
       grep -E "^===|^exit|Duration|DRAM Throughput" "$OUT/ncu_skinny.txt" | tail -20 ;;
     trace)
       # Per-block timeline of 48 back-to-back calls (bench/skinny_trace.cu), stream then graph:
-      # TRACE_CASES="kernel,rows,warps,n,k,m[,carveout];..." (kernel gemv | mma | mmap | mmawc | mmapwc;
+      # TRACE_CASES="kernel,rows,warps,n,k,m[,carveout];..." (kernel gemv | mma | mmap | mmawc | mmapwc | mmt;
       # carveout: shared-memory percent hint for mmawc / mmapwc at 16 rows and 8 warps, default -1).
       IFS=';' read -ra tcases <<< "${TRACE_CASES:?set TRACE_CASES}"
       for c in "${tcases[@]}"; do

@@ -33,23 +33,27 @@ __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   // Accumulator (mt, nt) of lane (g, t): rows mt*16 + g (+8), tokens nt*8 + 2t (+1).
+  // Warps past KW (the TMA kernel's producer) hold no sums; they only join the barriers.
+  const bool mma_warp = warp < KW;
   float* mine = red + warp * kTok * kSB;
+  if (mma_warp) {
 #pragma unroll
-  for (int mt = 0; mt < WM; ++mt) {
+    for (int mt = 0; mt < WM; ++mt) {
 #pragma unroll
-    for (int nt = 0; nt < WN; ++nt) {
-      const int r = mt * 16 + g, j = nt * 8 + 2 * t;
-      mine[j * kSB + r] = acc[mt][nt][0];
-      mine[(j + 1) * kSB + r] = acc[mt][nt][1];
-      mine[j * kSB + r + 8] = acc[mt][nt][2];
-      mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
+      for (int nt = 0; nt < WN; ++nt) {
+        const int r = mt * 16 + g, j = nt * 8 + 2 * t;
+        mine[j * kSB + r] = acc[mt][nt][0];
+        mine[(j + 1) * kSB + r] = acc[mt][nt][1];
+        mine[j * kSB + r + 8] = acc[mt][nt][2];
+        mine[(j + 1) * kSB + r + 8] = acc[mt][nt][3];
+      }
     }
   }
   __syncthreads();
   const int ntok = min(kTok, p.n);
   const float scale = result_scale(p);
   if constexpr (CS == 1) {
-    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+    for (int o = threadIdx.x; mma_warp && o < kBM * ntok; o += KW * 32) {
       const int r = o % kBM, j = o / kBM, row = row0 + r;
       if (row >= p.m) continue;
       float s = 0.f;
@@ -62,7 +66,7 @@ __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const 
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
     float* fin = red + KW * kTok * kSB;  // [kTok][kBM]: this block's sums over its K range
-    for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+    for (int o = threadIdx.x; mma_warp && o < kBM * ntok; o += KW * 32) {
       const int r = o % kBM, j = o / kBM;
       float s = 0.f;
 #pragma unroll
@@ -74,7 +78,7 @@ __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const 
       const float* src[CS];
 #pragma unroll
       for (int c = 0; c < CS; ++c) src[c] = cluster.map_shared_rank(fin, c);
-      for (int o = threadIdx.x; o < kBM * ntok; o += KW * 32) {
+      for (int o = threadIdx.x; mma_warp && o < kBM * ntok; o += KW * 32) {
         const int r = o % kBM, j = o / kBM, row = row0 + r;
         if (row >= p.m) continue;
         float s = 0.f;

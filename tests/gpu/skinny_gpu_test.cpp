@@ -158,6 +158,14 @@ std::vector<Case> all_cases() {
       tiny.k = 24;
       v.push_back(tiny);
     }
+    {
+      Case few;  // fewer weight rows than one 16-row tile (the TMA box hangs past m) and K off a stage
+      few.in = few.out = t;
+      few.tokens = 9;
+      few.rows = 7;
+      few.k = 1032;
+      v.push_back(few);
+    }
     for (Epilogue e : {Epilogue::kBiasRelu, Epilogue::kBiasGelu}) {
       for (std::int64_t m : {4, 40}) {
         Case act;
@@ -393,23 +401,27 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
 
   const std::string prefix_gemv = fmt::format("skinny_gemv_{}_", short_name(c.in));
   const std::string prefix_mma = fmt::format("skinny_mma_{}_", short_name(c.in));
-  // The pipelined MMA family (skinny_mmap_*) counts and is checked as MMA.
+  // The pipelined and TMA-fed MMA families (skinny_mmap_*, skinny_mmt_*) are checked as MMA; the
+  // TMA-fed one is also counted on its own (sm_90, n <= 16).
   const std::string prefix_mmap = fmt::format("skinny_mmap_{}_", short_name(c.in));
-  int ran_gemv = 0, ran_mma = 0;
+  const std::string prefix_mmt = fmt::format("skinny_mmt_{}_", short_name(c.in));
+  int ran_gemv = 0, ran_mma = 0, ran_mmt = 0;
   DeviceBuffer ws;
   std::vector<std::uint8_t> got(c0.raw.size()), again(c0.raw.size());
   for (const std::string& name : skinny_gemm_variant_names()) {
     const bool is_gemv = name.rfind(prefix_gemv, 0) == 0;
-    const bool is_mma = name.rfind(prefix_mma, 0) == 0 || name.rfind(prefix_mmap, 0) == 0;
+    const bool is_mmt = name.rfind(prefix_mmt, 0) == 0;
+    const bool is_mma = name.rfind(prefix_mma, 0) == 0 || name.rfind(prefix_mmap, 0) == 0 || is_mmt;
     if (!is_gemv && !is_mma) continue;
     SCOPED_TRACE(name);
     const auto sol = provider->from_name(name, args);
     ASSERT_NE(sol, nullptr);
     const Status can = sol->can_implement(args);
     // Wave-balanced splits (ksw<W>) fall back to fewer splits, so they take every problem too.
-    // The warp-contiguous suffix (_wc) changes the K order within a block, not what it accepts.
+    // The warp-contiguous suffix (_wc) changes the K order within a block, not what it accepts;
+    // neither does the TMA ring's shape (_b<boxes>s<stages>, the last 5 or 6 characters).
     const bool wc = name.size() > 3 && name.compare(name.size() - 3, 3, "_wc") == 0;
-    const std::size_t end = name.size() - (wc ? 3 : 0);
+    const std::size_t end = is_mmt ? name.rfind("_b") : name.size() - (wc ? 3 : 0);
     const bool basic = name.find("_ksauto") != std::string::npos ||
                        name.find("_ksw") != std::string::npos || name.find("_ks1") + 4 == end;
     if (!can.is_ok()) {
@@ -417,7 +429,7 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
           << can.to_string();
       EXPECT_FALSE(can.message().empty());
       // Unsplit and auto variants take every aligned problem within their token limit.
-      if (!c.rejected && basic && (is_mma || c.tokens <= 8))
+      if (!c.rejected && basic && (is_mmt ? c.tokens <= 16 && cc >= 90 : is_mma || c.tokens <= 8))
         ADD_FAILURE() << "refused an aligned problem it should run: " << can.to_string();
       continue;
     }
@@ -448,13 +460,14 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     if (st.code() == StatusCode::kNotSupported) {
       // Only a device or build without the needed tensor-core code may say so after
       // can_implement passed; this suite targets sm_90a builds.
-      const int need = c.in == DataType::kF8E4M3 ? 89 : 80;
+      const int need = is_mmt ? 90 : c.in == DataType::kF8E4M3 ? 89 : 80;
       if (is_mma && cc < need) continue;
       ADD_FAILURE() << "run refused after can_implement passed: " << st.to_string();
       continue;
     }
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     (is_gemv ? ran_gemv : ran_mma)++;
+    ran_mmt += is_mmt;
 
     HostArray out(c.out, c0.size());
     out.raw = got;
@@ -491,6 +504,9 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     const int need = c.in == DataType::kF8E4M3 ? 89 : 80;
     if (cc >= need) {
       EXPECT_GT(ran_mma, 0) << "no MMA variant ran";
+    }
+    if (cc >= 90 && c.tokens <= 16) {
+      EXPECT_GT(ran_mmt, 0) << "no TMA-fed MMA variant ran";
     }
   }
 }

@@ -14,6 +14,7 @@
 #include "core/cuda_check.hpp"
 #include "kernels/gemv/skinny_gemv.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
+#include "kernels/gemv/skinny_tma.cuh"
 
 namespace tunable {
 namespace {
@@ -26,15 +27,17 @@ constexpr std::size_t kMaxWorkspace = std::size_t{32} << 20;
 constexpr int kMaxSplits = 64;
 constexpr std::int64_t kMaxGemvTokens = 8;
 constexpr std::int64_t kMaxMmaTokens = 64;
+constexpr std::int64_t kMaxTmaTokens = 16;
 
-/// kMmaPipe: the MMA kernel with two register stages of weight loads (skinny_mmap_kernel).
-enum class Family { kGemv, kMma, kMmaPipe };
+/// kMmaPipe: the MMA kernel with two register stages of weight loads (skinny_mmap_kernel);
+/// kMmaTma: the MMA kernel whose weight arrives by TMA into a shared-memory ring (skinny_mmt_kernel).
+enum class Family { kGemv, kMma, kMmaPipe, kMmaTma };
 
 /// Largest wave target of the wave-balanced split policy (ks w<W>).
 constexpr int kMaxWaves = 8;
 
 const char* family_name(Family f) {
-  return f == Family::kGemv ? "gemv" : f == Family::kMma ? "mma" : "mmap";
+  return f == Family::kGemv ? "gemv" : f == Family::kMma ? "mma" : f == Family::kMmaPipe ? "mmap" : "mmt";
 }
 
 struct SkinnyConfig {
@@ -42,11 +45,13 @@ struct SkinnyConfig {
   DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3
   int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32)
   int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8, 16;
-                     ///< mmap 16 only at 16 rows)
+                     ///< mmap 16 only at 16 rows; mmt: 4 or 8 consumer warps at 16 rows)
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
   int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
   bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
+  int boxes = 0;     ///< mmt: 128-byte boxes of each row per stage (8, 16; name suffix "_b<boxes>s<stages>")
+  int stages = 0;    ///< mmt: stages in the shared-memory ring (2, 3)
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -55,8 +60,9 @@ struct SkinnyConfig {
                                           : std::string("auto");
     if (family == Family::kGemv)
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
-    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}", family_name(family), short_name(dtype), rows,
-                       width, ks, wc ? "_wc" : "");
+    const std::string shape = family == Family::kMmaTma ? fmt::format("_b{}s{}", boxes, stages) : "";
+    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}", family_name(family), short_name(dtype), rows,
+                       width, ks, shape, wc ? "_wc" : "");
   }
 
   bool valid() const {
@@ -66,9 +72,12 @@ struct SkinnyConfig {
     if (waves < 0 || waves > kMaxWaves || (waves != 0 && splits != 0)) return false;
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
-    if (wc && family == Family::kGemv) return false;
+    if (wc && (family == Family::kGemv || family == Family::kMmaTma)) return false;
+    if (family == Family::kMmaTma ? !kern::skinny_mmt_shape_ok(boxes, stages) : boxes != 0 || stages != 0)
+      return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
+    if (family == Family::kMmaTma) return rows == 16 && (width == 4 || width == 8);
     return (rows == 16 || rows == 32) &&
            (width == 4 || width == 8 || (width == 16 && (family == Family::kMma || rows == 16)));
   }
@@ -76,11 +85,14 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_wc)?$");
+        "^skinny_(gemv|mmap|mmt|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
-    c.family = m[1] == "gemv" ? Family::kGemv : m[1] == "mma" ? Family::kMma : Family::kMmaPipe;
+    c.family = m[1] == "gemv"  ? Family::kGemv
+               : m[1] == "mma" ? Family::kMma
+               : m[1] == "mmap" ? Family::kMmaPipe
+                                : Family::kMmaTma;
     const auto t = parse_data_type(m[2].str());
     if (!t) return std::nullopt;
     c.dtype = *t;
@@ -90,18 +102,24 @@ struct SkinnyConfig {
     c.splits = ks == "auto" || ks[0] == 'w' || ks[0] == 'c' ? 0 : std::stoi(ks);
     c.waves = ks[0] == 'w' ? std::stoi(ks.substr(1)) : 0;
     c.cluster = ks[0] == 'c' ? std::stoi(ks.substr(1)) : 0;
-    c.wc = m[8].matched;
+    c.boxes = m[8].matched ? std::stoi(m[9].str()) : 0;
+    c.stages = m[8].matched ? std::stoi(m[10].str()) : 0;
+    c.wc = m[11].matched;
     // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
     if (!c.valid() || c.name() != s) return std::nullopt;
     return c;
   }
 
   std::int64_t vec() const { return 16 / static_cast<std::int64_t>(size_of(dtype)); }
-  std::int64_t max_tokens() const { return family == Family::kGemv ? kMaxGemvTokens : kMaxMmaTokens; }
-  /// K elements per split granule (what one warp covers in one pass).
+  std::int64_t max_tokens() const {
+    return family == Family::kGemv ? kMaxGemvTokens : family == Family::kMmaTma ? kMaxTmaTokens : kMaxMmaTokens;
+  }
+  /// K elements per split granule (what one warp covers in one pass; mmt: one stage).
   std::int64_t granule() const {
-    return family == Family::kGemv ? kern::skinny_gemv_granule(static_cast<int>(vec()))
-                                   : kern::skinny_mma_granule(static_cast<int>(vec()), width);
+    const int v = static_cast<int>(vec());
+    return family == Family::kGemv     ? kern::skinny_gemv_granule(v)
+           : family == Family::kMmaTma ? kern::skinny_mmt_granule(v, boxes)
+                                       : kern::skinny_mma_granule(v, width);
   }
 };
 
@@ -274,9 +292,14 @@ class SkinnySolution final : public Solution<GemmArgs> {
             ? kern::skinny_gemv(skinny_in(d.dtype), cfg_.rows, cfg_.width, l, stream)
         : cfg_.family == Family::kMma
             ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
-            : kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream);
+        : cfg_.family == Family::kMmaPipe
+            ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
+            : kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream);
     if (e == cudaErrorNotSupported)
-      return not_supported(fmt::format("{}: this device or build lacks the tensor-core code it needs (sm_80+, fp8 sm_89+, clusters sm_90+)", name_));
+      return not_supported(fmt::format(
+          "{}: this device, build or driver lacks what it needs (tensor cores sm_80+, fp8 sm_89+, clusters "
+          "and TMA sm_90+ with cuTensorMapEncodeTiled)",
+          name_));
     TUNABLE_CUDA_CHECK(e);
     return Status::ok();
   }
@@ -294,7 +317,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
-/// order (_wc) of mma and mmap. At most 48 (n <= 8), 51 (n 9-16) and 47 (n > 16) before filtering.
+/// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16). At most 55 (n <= 8),
+/// 58 (n 9-16) and 47 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -381,6 +405,21 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     add_cluster(16, 16, 2);
   }
   for (std::size_t i = first_wc; i < out.size(); ++i) out[i].wc = true;
+  // Round 14: the weight by TMA into a shared-memory ring (no LSU, L1 or registers on its path).
+  if (d.n <= kMaxTmaTokens) {
+    // Shapes from the timeline sweeps (NOTES round 14): every built ring shape unsplit with 4 and 8
+    // consumer warps (each won some row: 8 x 2 llama3_8b qkv at 16 tokens, 8 x 3 llama3_405b_tp8
+    // qkv, 16 x 2 gemma_2b down at 16), and 8 x 2 with automatic splits.
+    auto add_tma = [&](int width, int splits, int boxes, int stages) {
+      SkinnyConfig c{Family::kMmaTma, d.dtype, 16, width, splits};
+      c.boxes = boxes;
+      c.stages = stages;
+      out.push_back(c);
+    };
+    for (const auto& [boxes, stages] : {std::pair{8, 2}, {8, 3}, {16, 2}})
+      for (int wk : {4, 8}) add_tma(wk, 1, boxes, stages);
+    add_tma(4, 0, 8, 2);
+  }
   return out;
 }
 
@@ -464,6 +503,20 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int s : {0, 1, 2, 4, 8, 16}) wc(Family::kMmaPipe, bm, wk, s, 0, 0);
       for (int w : {2, 4}) wc(Family::kMmaPipe, bm, wk, 0, w, 0);
       for (int c : {2, 4}) wc(Family::kMmaPipe, bm, wk, 0, 0, c);
+    }
+  }
+  // Round 14: the TMA-fed kernel, 4 or 8 consumer warps, every built ring shape and split setting.
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (int wk : {4, 8}) {
+      for (auto [boxes, stages] : {std::pair{8, 2}, std::pair{8, 3}, std::pair{16, 2}}) {
+        auto named = [&, boxes = boxes, stages = stages](SkinnyConfig c) {
+          c.boxes = boxes;
+          c.stages = stages;
+          names.push_back(c.name());
+        };
+        for (int s : {0, 1, 2, 4, 8, 16}) named(SkinnyConfig{Family::kMmaTma, t, 16, wk, s});
+        for (int w : {2, 4}) named(SkinnyConfig{Family::kMmaTma, t, 16, wk, 0, w});
+      }
     }
   }
   return names;

@@ -1,0 +1,335 @@
+// Tensor-core skinny GEMM with the weight fed by TMA ("mmt", bench/NOTES-skinny.md round 14).
+//
+// Why a third MMA kernel: the register-fed ones (skinny_mma.cuh) stream their weight through the
+// LSU and L1 (every in-flight 16-byte load holds an L1 miss entry and registers), and measure 8-13 %
+// slower per block than the GEMV on the same bytes (rounds 10-13); the shared-memory feeds tried so
+// far (cp.async, one bulk copy per row) paid per-thread issue or ~100 copies per stage. A 2-D tensor
+// map moves a whole 16-row x 128-byte box per instruction from L2 into shared memory without the
+// LSU, L1 or registers, so one producer lane keeps Stages x Boxes x 2 KB of a block's weight in flight.
+//
+// Block = KW consumer warps + 1 producer warp on 16 weight rows. Stage = Boxes boxes of 16 rows x
+// 128 bytes (Boxes x 128 bytes of each row), 128-byte swizzled, Stages of them in a ring; consumer
+// warp w takes the stage's 64-byte groups w, w + KW, ... (lane (g, t) takes 16 bytes of rows g and
+// g + 8 and of token g, the MMA fragment of common.cuh), x through L1 one stage ahead. Round 14
+// measured the bytes of a row per stage to matter most (4 boxes: 5-13 % slower than mmap; 8-16
+// boxes: up to 11 % faster on the rows mmap misses), so the shape is a template parameter.
+// Full/empty mbarriers per stage; rows past m and K past k arrive as zeros (tensor-map bounds).
+// Split-K as the other kernels (partials and the reduction kernel), splits a whole number of stages.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+
+#include "kernels/gemv/common.cuh"
+#include "kernels/gemv/mma_epilogue.cuh"
+
+namespace tunable::kernels {
+
+namespace skinny_tma {
+
+constexpr int kRows = 16;       ///< weight rows per block (one MMA tile)
+constexpr int kBoxBytes = 128;  ///< bytes of a row per box (the 128-byte swizzle span)
+
+/// Bytes of one stage of `boxes` boxes.
+constexpr int stage_bytes(int boxes) { return kRows * kBoxBytes * boxes; }
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+#else
+  (void)bar, (void)count;
+#endif
+}
+
+__device__ __forceinline__ void mbar_expect_tx(std::uint64_t* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+#else
+  (void)bar, (void)bytes;
+#endif
+}
+
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+#else
+  (void)bar;
+#endif
+}
+
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  (void)bar, (void)parity;
+#endif
+}
+
+/// One box (kBoxBytes of rows [row, row + 16) at K element k) into `dst`, completing on `bar`.
+__device__ __forceinline__ void tma_load_box(void* dst, const CUtensorMap* tm, int k, int row,
+                                             std::uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(tm)), "r"(k), "r"(row), "r"(smem_addr(bar))
+      : "memory");
+#else
+  (void)dst, (void)tm, (void)k, (void)row, (void)bar;
+#endif
+}
+
+/// 16 bytes of row r, 16-byte chunk c of a 16 x 128-byte box stored with the 128-byte swizzle
+/// (chunk c of row r sits at chunk c ^ (r % 8); the box is 1024-byte aligned). A quarter warp
+/// (lanes g in {2j, 2j + 1}, t in 0..3) reads chunks 2t + h of rows g: rows 2j and 2j + 1 land on
+/// opposite bank halves, so the read is conflict-free (chunks (h * 4 + t) put both rows on one half:
+/// ncu counted 49 % excess wavefronts).
+__device__ __forceinline__ uint4 lds_swizzled(const unsigned char* box, int r, int c) {
+  return *reinterpret_cast<const uint4*>(box + r * kBoxBytes + ((c ^ (r & 7)) << 4));
+}
+
+}  // namespace skinny_tma
+
+/// K elements of one stage of `boxes` boxes: the split granule of the TMA kernel.
+constexpr int skinny_mmt_granule(int vec, int boxes) { return boxes * skinny_tma::kBoxBytes / 16 * vec; }
+
+/// Dynamic shared memory: stage ring (1024-byte aligned by hand) and the epilogue's buffer.
+constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages) {
+  return 1024 + static_cast<std::size_t>(stages) * skinny_tma::stage_bytes(boxes) +
+         skinny_detail::mma_epilogue_smem(1, wn, kw, 1);
+}
+
+/// The (boxes per stage, stages) shapes built: 1 KB of each row per stage x 2 or 3, 2 KB x 2.
+constexpr bool skinny_mmt_shape_ok(int boxes, int stages) {
+  return (boxes == 8 && (stages == 2 || stages == 3)) || (boxes == 16 && stages == 2);
+}
+
+/// WN: 8-token MMA tiles (n <= 8 * WN), KW: consumer warps (the block has KW + 1 warps), Boxes x
+/// 128 bytes of each row per stage, Stages in the ring.
+template <class Tr, int WN, int KW, int Boxes, int Stages>
+__global__ void __launch_bounds__((KW + 1) * 32)
+    skinny_mmt_kernel(const __grid_constant__ SkinnyParams p, const __grid_constant__ CUtensorMap tm) {
+  using namespace skinny_detail;
+  using namespace skinny_tma;
+  constexpr int kStages = Stages;
+  constexpr int kStageBytes = stage_bytes(Boxes);
+  constexpr int kGroups = Boxes * 2;  // 64-byte groups per stage (one lane quad each)
+  static_assert(kGroups % KW == 0, "every consumer warp takes the same number of groups per stage");
+  constexpr int kVec = Tr::kVec;
+  constexpr int kBoxElems = kBoxBytes / Tr::kBytes;
+  constexpr int kStageElems = kBoxElems * Boxes;
+  constexpr int kPerWarp = kGroups / KW;
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ std::uint64_t full[kStages], empty[kStages];
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * kRows;
+  const int kb = blockIdx.y * p.kc;
+  const int ke = min(p.k, kb + p.kc);
+  const int stages = (ke - kb + kStageElems - 1) / kStageElems;
+  unsigned char* ring = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~static_cast<std::uintptr_t>(1023));
+  float* red = reinterpret_cast<float*>(ring + kStages * kStageBytes);
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kStages; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], KW);
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(&tm)) : "memory");
+#endif
+  }
+  skinny_prologue(p, row0, kRows, kb, ke, Tr::kBytes);
+  __syncthreads();  // barriers initialised
+
+  float acc[WN][4];
+#pragma unroll
+  for (int nt = 0; nt < WN; ++nt) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+  }
+
+  if (warp == KW) {
+    // Producer: one lane keeps the ring full; a slot is refilled once all KW consumers released it.
+    if (lane == 0) {
+      for (int s = 0; s < stages; ++s) {
+        const int slot = s % kStages;
+        if (s >= kStages) mbar_wait(&empty[slot], ((s / kStages) & 1) ^ 1);
+        mbar_expect_tx(&full[slot], kStageBytes);
+        unsigned char* dst = ring + slot * kStageBytes;
+#pragma unroll
+        for (int b = 0; b < Boxes; ++b)
+          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, kb + s * kStageElems + b * kBoxElems, row0, &full[slot]);
+      }
+    }
+  } else {
+    const unsigned char* xrow[WN];
+#pragma unroll
+    for (int nt = 0; nt < WN; ++nt) {
+      xrow[nt] = static_cast<const unsigned char*>(p.x) +
+                 static_cast<size_t>(min(nt * 8 + g, p.n - 1)) * p.ldb * Tr::kBytes;
+    }
+    // Lane's first K element of group q (= w + i * KW) of stage s; past ke x reads as zero, and the
+    // weight there is the tensor map's zero fill (k) or this split's end (a whole stage).
+    auto elem = [&](int s, int i) {
+      const int q = warp + i * KW;
+      return kb + s * kStageElems + (q >> 1) * kBoxElems + (2 * t + (q & 1)) * kVec;
+    };
+    auto load_x = [&](uint4 (&xb)[kPerWarp][WN], int s) {
+#pragma unroll
+      for (int i = 0; i < kPerWarp; ++i) {
+        const int e = elem(s, i);
+#pragma unroll
+        for (int nt = 0; nt < WN; ++nt)
+          xb[i][nt] = ld_cached16(xrow[nt] + static_cast<size_t>(e) * Tr::kBytes, e < ke);
+      }
+    };
+    auto compute = [&](const uint4 (&xb)[kPerWarp][WN], int s) {
+      const int slot = s % kStages;
+      mbar_wait(&full[slot], (s / kStages) & 1);
+      const unsigned char* st = ring + slot * kStageBytes;
+#pragma unroll
+      for (int i = 0; i < kPerWarp; ++i) {
+        const int q = warp + i * KW;
+        const unsigned char* box = st + (q >> 1) * (kRows * kBoxBytes);
+        const int c = 2 * t + (q & 1);
+        const uint4 a0 = lds_swizzled(box, g, c), a1 = lds_swizzled(box, g + 8, c);
+#pragma unroll
+        for (int nt = 0; nt < WN; ++nt) mma_vec<Tr>(acc[nt], a0, a1, xb[i][nt]);
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    };
+    // x one stage ahead in two named register sets (no moves between stages).
+    uint4 x0[kPerWarp][WN], x1[kPerWarp][WN];
+    if (stages > 0) load_x(x0, 0);
+    for (int s = 0; s < stages; s += 2) {
+      if (s + 1 < stages) load_x(x1, s + 1);
+      compute(x0, s);
+      if (s + 1 >= stages) break;
+      if (s + 2 < stages) load_x(x0, s + 2);
+      compute(x1, s + 1);
+    }
+  }
+
+  // The producer warp joins the epilogue's barriers with zero sums of its own (not read: the
+  // epilogue adds warps [0, KW)).
+  float acc1[1][WN][4];
+#pragma unroll
+  for (int nt = 0; nt < WN; ++nt) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) acc1[0][nt][q] = acc[nt][q];
+  }
+  mma_block_epilogue<1, WN, KW, 1>(p, acc1, red, row0);
+  skinny_trace_exit(p.w);
+}
+
+/// cuTensorMapEncodeTiled from the driver the runtime loaded (no link-time libcuda dependency);
+/// null when the driver lacks it.
+inline PFN_cuTensorMapEncodeTiled_v12000 skinny_tensor_map_encoder() {
+  static std::once_flag once;
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  std::call_once(once, [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    else
+      (void)cudaGetLastError();
+  });
+  return fn;
+}
+
+/// The weight's tensor map: m rows of k elements, row stride lda, boxes of 16 rows x 128 bytes with
+/// the 128-byte swizzle.
+template <class Tr>
+cudaError_t skinny_weight_tensor_map(const SkinnyParams& p, CUtensorMap* out) {
+  const auto encode = skinny_tensor_map_encoder();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const CUtensorMapDataType type = Tr::kBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : std::is_same_v<Tr, skinny_detail::F16Traits>
+                                       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.k), static_cast<cuuint64_t>(p.m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(p.lda) * Tr::kBytes};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(skinny_tma::kBoxBytes / Tr::kBytes),
+                             static_cast<cuuint32_t>(skinny_tma::kRows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode(out, type, 2, const_cast<void*>(p.w), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <class Tr, int WN, int KW, int Boxes, int Stages>
+cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+  // TMA, mbarrier transactions and griddepcontrol: sm_90 device and code.
+  if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
+  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages>;
+  constexpr int kThreads = (KW + 1) * 32;
+  constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages);
+  SkinnyParams p = l.p;
+  const long long blocks0 = (static_cast<long long>(p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows;
+  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
+  int per_sm = 0;
+  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm);
+  if (e != cudaSuccess) return e;
+  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mmt_granule(Tr::kVec, Boxes), blocks0,
+                                     static_cast<long long>(per_sm) * dev.sms);
+  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
+  p.acc_scale = 1.f;
+  CUtensorMap tm;
+  if ((e = skinny_weight_tensor_map<Tr>(p, &tm)) != cudaSuccess) return e;
+  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
+                       dim3(kThreads), smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tm);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
+    return e;
+  }
+  return skinny_finish(p, dev, stream);
+}
+
+/// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape with
+/// skinny_mmt_shape_ok(boxes, stages), l.p.n <= 16, sm_90.
+inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
+                              cudaStream_t stream) {
+  if (!skinny_mmt_shape_ok(boxes, stages)) return cudaErrorInvalidValue;
+  SkinnyDevice dev;
+  cudaError_t e = skinny_device(&dev);
+  if (e != cudaSuccess) return e;
+  return skinny_dispatch_in(in, [&](auto tr) {
+    using Tr = decltype(tr);
+    return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
+      return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+        return skinny_dispatch_int<2, 3>(stages, [&](auto st) {
+          if (boxes == 8) return skinny_mmt_launch<Tr, wn.value, kw.value, 8, st.value>(l, dev, stream);
+          if constexpr (st.value == 2) return skinny_mmt_launch<Tr, wn.value, kw.value, 16, 2>(l, dev, stream);
+          return cudaErrorInvalidValue;  // unreachable: skinny_mmt_shape_ok
+        });
+      });
+    });
+  });
+}
+
+}  // namespace tunable::kernels
