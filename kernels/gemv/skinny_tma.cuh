@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <iterator>
 #include <mutex>
 
 #include "kernels/gemv/common.cuh"
@@ -115,9 +116,20 @@ constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages) {
          skinny_detail::mma_epilogue_smem(1, wn, kw, 1);
 }
 
-/// The (boxes per stage, stages) shapes built: 1 KB of each row per stage x 2 or 3, 2 KB x 2.
-constexpr bool skinny_mmt_shape_ok(int boxes, int stages) {
-  return (boxes == 8 && (stages == 2 || stages == 3)) || (boxes == 16 && stages == 2);
+/// A ring shape: `boxes` x 128 bytes of each row per stage, `stages` stages.
+struct SkinnyMmtShape {
+  int boxes, stages;
+};
+
+/// The ring shapes built (the one list the launcher, the provider's names and its candidates use):
+/// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
+inline constexpr SkinnyMmtShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
+
+/// Index of (boxes, stages) in kSkinnyMmtShapes, -1 when not built.
+constexpr int skinny_mmt_shape_index(int boxes, int stages) {
+  for (int i = 0; i < static_cast<int>(std::size(kSkinnyMmtShapes)); ++i)
+    if (kSkinnyMmtShapes[i].boxes == boxes && kSkinnyMmtShapes[i].stages == stages) return i;
+  return -1;
 }
 
 /// WN: 8-token MMA tiles (n <= 8 * WN), KW: consumer warps (the block has KW + 1 warps), Boxes x
@@ -310,11 +322,13 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   return skinny_finish(p, dev, stream);
 }
 
-/// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape with
-/// skinny_mmt_shape_ok(boxes, stages), l.p.n <= 16, sm_90.
+/// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
+/// kSkinnyMmtShapes, l.p.n <= 16, sm_90.
 inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
                               cudaStream_t stream) {
-  if (!skinny_mmt_shape_ok(boxes, stages)) return cudaErrorInvalidValue;
+  static_assert(std::size(kSkinnyMmtShapes) == 3, "the dispatch below lists every shape index");
+  const int shape = skinny_mmt_shape_index(boxes, stages);
+  if (shape < 0) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
@@ -322,10 +336,9 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
       return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
-        return skinny_dispatch_int<2, 3>(stages, [&](auto st) {
-          if (boxes == 8) return skinny_mmt_launch<Tr, wn.value, kw.value, 8, st.value>(l, dev, stream);
-          if constexpr (st.value == 2) return skinny_mmt_launch<Tr, wn.value, kw.value, 16, 2>(l, dev, stream);
-          return cudaErrorInvalidValue;  // unreachable: skinny_mmt_shape_ok
+        return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
+          constexpr SkinnyMmtShape sh = kSkinnyMmtShapes[i.value];
+          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages>(l, dev, stream);
         });
       });
     });

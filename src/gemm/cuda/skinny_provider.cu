@@ -73,7 +73,7 @@ struct SkinnyConfig {
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && (family == Family::kGemv || family == Family::kMmaTma)) return false;
-    if (family == Family::kMmaTma ? !kern::skinny_mmt_shape_ok(boxes, stages) : boxes != 0 || stages != 0)
+    if (family == Family::kMmaTma ? kern::skinny_mmt_shape_index(boxes, stages) < 0 : boxes != 0 || stages != 0)
       return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
@@ -410,15 +410,9 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     // Shapes from the timeline sweeps (NOTES round 14): every built ring shape unsplit with 4 and 8
     // consumer warps (each won some row: 8 x 2 llama3_8b qkv at 16 tokens, 8 x 3 llama3_405b_tp8
     // qkv, 16 x 2 gemma_2b down at 16), and 8 x 2 with automatic splits.
-    auto add_tma = [&](int width, int splits, int boxes, int stages) {
-      SkinnyConfig c{Family::kMmaTma, d.dtype, 16, width, splits};
-      c.boxes = boxes;
-      c.stages = stages;
-      out.push_back(c);
-    };
-    for (const auto& [boxes, stages] : {std::pair{8, 2}, {8, 3}, {16, 2}})
-      for (int wk : {4, 8}) add_tma(wk, 1, boxes, stages);
-    add_tma(4, 0, 8, 2);
+    for (const kern::SkinnyMmtShape& sh : kern::kSkinnyMmtShapes)
+      for (int wk : {4, 8}) out.push_back({Family::kMmaTma, d.dtype, 16, wk, 1, 0, 0, false, sh.boxes, sh.stages});
+    out.push_back({Family::kMmaTma, d.dtype, 16, 4, 0, 0, 0, false, 8, 2});
   }
   return out;
 }
@@ -508,14 +502,11 @@ std::vector<std::string> skinny_gemm_variant_names() {
   // Round 14: the TMA-fed kernel, 4 or 8 consumer warps, every built ring shape and split setting.
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
     for (int wk : {4, 8}) {
-      for (auto [boxes, stages] : {std::pair{8, 2}, std::pair{8, 3}, std::pair{16, 2}}) {
-        auto named = [&, boxes = boxes, stages = stages](SkinnyConfig c) {
-          c.boxes = boxes;
-          c.stages = stages;
-          names.push_back(c.name());
-        };
-        for (int s : {0, 1, 2, 4, 8, 16}) named(SkinnyConfig{Family::kMmaTma, t, 16, wk, s});
-        for (int w : {2, 4}) named(SkinnyConfig{Family::kMmaTma, t, 16, wk, 0, w});
+      for (const kern::SkinnyMmtShape& sh : kern::kSkinnyMmtShapes) {
+        for (int s : {0, 1, 2, 4, 8, 16})
+          names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, wk, s, 0, 0, false, sh.boxes, sh.stages}.name());
+        for (int w : {2, 4})
+          names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, wk, 0, w, 0, false, sh.boxes, sh.stages}.name());
       }
     }
   }
