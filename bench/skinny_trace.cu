@@ -54,8 +54,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Per-block timeline of back-to-back skinny GEMM calls"};
-  int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2,
-      stream_cluster = 0;
+  int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
   bool graph = false;
@@ -67,9 +66,7 @@ int main(int argc, char** argv) {
   app.add_option("--rows", rows, "gemv: rows per warp; mma/mmap: block rows; mmt: always 16");
   app.add_option("--warps", warps, "gemv: warps per block; mma/mmap/mmt: K warps");
   app.add_option("--boxes", boxes, "mmt: 128-byte boxes of each row per stage (8 or 16)");
-  app.add_option("--stages", stages, "mmt: stages in the ring (2 or 3)");
-  app.add_option("--stream-cluster", stream_cluster, "mmt: 8 = stream-K inside clusters of 8 (kss8), 0 = unsplit")
-      ->check(CLI::IsMember({0, 8}));
+  app.add_option("--stages", stages, "mmt: stages in the ring (8 boxes: 2 or 3; 16 boxes: 2)");
   app.add_option("--calls", calls, "back-to-back calls traced");
   app.add_option("--rotate-mb", rotate_mb, "weight copies rotated through (MB)");
   app.add_option("--carveout", carveout,
@@ -133,7 +130,7 @@ int main(int argc, char** argv) {
                           : kind == "mma" || kind == "mmawc"
                               ? skinny_mma(SkinnyIn::kBF16, rows, warps, kind == "mmawc", l, s)
                           : kind == "ref"  ? skinny_mmap(SkinnyIn::kBF16, 16, 8, false, l, s)
-                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, stream_cluster, l, s)
+                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s)
                                            : skinny_mmap(SkinnyIn::kBF16, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };

@@ -443,8 +443,6 @@ struct SkinnyDevice {
   int sms = 0;          ///< multiprocessor count
   int cc = 0;           ///< compute capability, major * 10 + minor
   int ptx_version = 0;  ///< virtual architecture the loaded kernels were compiled for (90 for sm_90a)
-  int smem_per_sm = 0;  ///< shared memory of one multiprocessor, bytes
-  int smem_optin = 0;   ///< most dynamic shared memory one block may opt in to, bytes
 };
 
 inline cudaError_t skinny_device(SkinnyDevice* out) {
@@ -467,10 +465,6 @@ inline cudaError_t skinny_device(SkinnyDevice* out) {
   if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess) return e;
   if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess) return e;
   d.cc = major * 10 + minor;
-  if ((e = cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) != cudaSuccess)
-    return e;
-  if ((e = cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
-    return e;
   cudaFuncAttributes fa{};
   if ((e = cudaFuncGetAttributes(&fa, skinny_splitk_reduce_kernel<256>)) != cudaSuccess) return e;
   d.ptx_version = fa.ptxVersion;
@@ -506,44 +500,6 @@ cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, i
   if (blocks < 1) return cudaErrorInvalidConfiguration;
   cache.emplace(key, blocks);
   *out = blocks;
-  return cudaSuccess;
-}
-
-/// Clusters of `cs` blocks (along x) of `kernel` that can be resident at once, read once per
-/// (kernel, device); sets the dynamic shared-memory limit first (skinny_blocks_per_sm).
-template <class Kernel>
-cudaError_t skinny_max_clusters(Kernel kernel, int threads, std::size_t smem, int cs, int ordinal, int* out) {
-  int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, threads, smem, ordinal, &per_sm);
-  if (e != cudaSuccess) return e;
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> cache;
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), ordinal);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) {
-    *out = it->second;
-    return cudaSuccess;
-  }
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(cs);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(cs));
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  int clusters = 0;
-  e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return e;
-  }
-  cache.emplace(key, clusters);
-  *out = clusters;
   return cudaSuccess;
 }
 

@@ -15,20 +15,12 @@
 // boxes: up to 11 % faster on the rows mmap misses), so the shape is a template parameter.
 // Full/empty mbarriers per stage; rows past m and K past k arrive as zeros (tensor-map bounds).
 // Split-K as the other kernels (partials and the reduction kernel), splits a whole number of stages.
-//
-// Stream-K inside a cluster (CS > 1, names `_kss<CS>`, round 15): a grid of C clusters of CS blocks
-// (at most one block per SM) where cluster c takes a contiguous run of 16-row tiles and its blocks
-// split the run's (tile, stage) units evenly, so every SM streams the same bytes whatever the tile
-// count (llama3_405b_tp8 qkv: 144 tiles on 132 SMs left 12 SMs with two tiles). A tile cut between
-// blocks is summed over distributed shared memory in rank order after one cluster barrier: no
-// global-memory fix-up (round 12 measured its arrival protocol at 4-6 us), deterministic.
 #pragma once
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <mutex>
@@ -118,12 +110,10 @@ __device__ __forceinline__ uint4 lds_swizzled(const unsigned char* box, int r, i
 /// K elements of one stage of `boxes` boxes: the split granule of the TMA kernel.
 constexpr int skinny_mmt_granule(int vec, int boxes) { return boxes * skinny_tma::kBoxBytes / 16 * vec; }
 
-/// Dynamic shared memory: stage ring (1024-byte aligned by hand), the epilogue's buffer and, for
-/// stream-K clusters (cs > 1), two 16-row partial tiles that the cluster's other blocks read.
-constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int cs = 1) {
+/// Dynamic shared memory: stage ring (1024-byte aligned by hand) and the epilogue's buffer.
+constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages) {
   return 1024 + static_cast<std::size_t>(stages) * skinny_tma::stage_bytes(boxes) +
-         skinny_detail::mma_epilogue_smem(1, wn, kw, 1) +
-         (cs > 1 ? std::size_t{2} * 8 * wn * skinny_tma::kRows * sizeof(float) : 0);
+         skinny_detail::mma_epilogue_smem(1, wn, kw, 1);
 }
 
 /// A ring shape: `boxes` x 128 bytes of each row per stage, `stages` stages.
@@ -132,17 +122,8 @@ struct SkinnyMmtShape {
 };
 
 /// The ring shapes built (the one list the launcher, the provider's names and its candidates use):
-/// 1 KB of each row per stage x 2 or 3, 2 KB x 2 or 3 (x 3: round 15, for one block per SM).
-inline constexpr SkinnyMmtShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}, {16, 3}};
-
-/// Cluster size of the stream-K variant (`_kss8`). On the H100 15 clusters of 8 fit at one block
-/// per SM (120 SMs): 144 tiles go 10 per cluster, 1.25 tiles per SM against 2 on the busiest SM
-/// unsplit.
-inline constexpr int kSkinnyMmtStreamCluster = 8;
-
-/// Ring shapes built with the stream-K cluster mapping: 2 KB of each row per stage (the 1 KB stages
-/// measured no faster than unsplit there; round 15). Its blocks own an SM, so the deeper ring is free.
-constexpr bool skinny_mmt_streamk_built(int boxes, int stages) { return boxes == 16 && (stages == 2 || stages == 3); }
+/// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
+inline constexpr SkinnyMmtShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
 
 /// Index of (boxes, stages) in kSkinnyMmtShapes, -1 when not built.
 constexpr int skinny_mmt_shape_index(int boxes, int stages) {
@@ -151,52 +132,9 @@ constexpr int skinny_mmt_shape_index(int boxes, int stages) {
   return -1;
 }
 
-namespace skinny_tma {
-
-/// The consumer warps' sums of one finished tile segment, added across the warps in warp order: to
-/// y (dest == nullptr, rows past m skipped) or to dest[token * 16 + row] for the cluster to finish.
-/// Consumer warps only (named barrier 1: the producer may still be filling the ring); acc is zeroed
-/// for the next segment.
-template <int WN, int KW>
-__device__ __forceinline__ void flush_segment(const SkinnyParams& p, float (&acc)[WN][4], float* red, int row0,
-                                              float* dest) {
-  constexpr int kTok = 8 * WN, kSB = kRows + 4;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  float* mine = red + warp * kTok * kSB;
-#pragma unroll
-  for (int nt = 0; nt < WN; ++nt) {
-    const int j = nt * 8 + 2 * t;
-    mine[j * kSB + g] = acc[nt][0];
-    mine[(j + 1) * kSB + g] = acc[nt][1];
-    mine[j * kSB + g + 8] = acc[nt][2];
-    mine[(j + 1) * kSB + g + 8] = acc[nt][3];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(KW * 32) : "memory");
-  const int ntok = min(kTok, p.n);
-  const float scale = skinny_detail::result_scale(p);
-  for (int o = threadIdx.x; o < kRows * ntok; o += KW * 32) {
-    const int r = o % kRows, j = o / kRows;
-    float s = 0.f;
-#pragma unroll
-    for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
-    if (dest != nullptr) dest[j * kRows + r] = s;
-    else if (row0 + r < p.m) skinny_detail::write_result(p, row0 + r, j, s, scale);
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(KW * 32) : "memory");  // red is free for the next segment
-}
-
-}  // namespace skinny_tma
-
 /// WN: 8-token MMA tiles (n <= 8 * WN), KW: consumer warps (the block has KW + 1 warps), Boxes x
-/// 128 bytes of each row per stage, Stages in the ring. CS == 1: block (tile blockIdx.x, K split
-/// blockIdx.y). CS > 1: stream-K inside (CS, 1, 1) clusters (see the top of this file).
-///
-/// A block's work is a run of units (one stage of K of one 16-row tile) that the producer and the
-/// consumers walk in the same order through the same ring; x depends only on the unit's K offset.
-template <class Tr, int WN, int KW, int Boxes, int Stages, int CS>
+/// 128 bytes of each row per stage, Stages in the ring.
+template <class Tr, int WN, int KW, int Boxes, int Stages>
 __global__ void __launch_bounds__((KW + 1) * 32)
     skinny_mmt_kernel(const __grid_constant__ SkinnyParams p, const __grid_constant__ CUtensorMap tm) {
   using namespace skinny_detail;
@@ -209,42 +147,18 @@ __global__ void __launch_bounds__((KW + 1) * 32)
   constexpr int kBoxElems = kBoxBytes / Tr::kBytes;
   constexpr int kStageElems = kBoxElems * Boxes;
   constexpr int kPerWarp = kGroups / KW;
-  constexpr int kTok = 8 * WN;
   extern __shared__ unsigned char smem_raw[];
   __shared__ std::uint64_t full[kStages], empty[kStages];
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int upt = (p.k + kStageElems - 1) / kStageElems;  // units per tile
-  // This block's units: [first, first + units) counted from unit 0 of tile `tile0` (CS > 1: from
-  // the cluster's first tile, whose index is tile0; [ua, ub) are the block's units in that count).
-  int tile0, first, units;
-  long long ua = 0, ub = 0, work = 0;  // CS > 1: the cluster's unit count
-  if constexpr (CS == 1) {
-    tile0 = blockIdx.x;
-    const int kb = blockIdx.y * p.kc;  // kc is a whole number of stages
-    first = kb / kStageElems;
-    units = (min(p.k, kb + p.kc) - kb + kStageElems - 1) / kStageElems;
-  } else {
-    const long long tiles = (p.m + kRows - 1) / kRows, clusters = gridDim.x / CS;
-    const long long cid = blockIdx.x / CS, rank = blockIdx.x % CS;
-    const long long t_lo = cid * tiles / clusters, t_hi = (cid + 1) * tiles / clusters;
-    work = (t_hi - t_lo) * upt;
-    ua = rank * work / CS;
-    ub = (rank + 1) * work / CS;
-    tile0 = static_cast<int>(t_lo);
-    first = static_cast<int>(ua);
-    units = static_cast<int>(ub - ua);
-  }
-  // Unit i of this block: its tile and its K offset.
-  auto unit_tile = [&](int i) { return tile0 + (first + i) / upt; };
-  auto unit_k = [&](int i) { return (first + i) % upt * kStageElems; };
-
+  const int row0 = blockIdx.x * kRows;
+  const int kb = blockIdx.y * p.kc;
+  const int ke = min(p.k, kb + p.kc);
+  const int stages = (ke - kb + kStageElems - 1) / kStageElems;
   unsigned char* ring = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~static_cast<std::uintptr_t>(1023));
   float* red = reinterpret_cast<float*>(ring + kStages * kStageBytes);
-  // CS > 1: partial sums of the block's first (slot 0) and last (slot 1) tile when cut.
-  float* part = red + KW * kTok * (kRows + 4);
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < kStages; ++i) {
@@ -256,8 +170,7 @@ __global__ void __launch_bounds__((KW + 1) * 32)
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(&tm)) : "memory");
 #endif
   }
-  // (A block without units prefetches nothing: rows from m on.)
-  skinny_prologue(p, units > 0 ? unit_tile(0) * kRows : p.m, kRows, units > 0 ? unit_k(0) : 0, p.k, Tr::kBytes);
+  skinny_prologue(p, row0, kRows, kb, ke, Tr::kBytes);
   __syncthreads();  // barriers initialised
 
   float acc[WN][4];
@@ -270,15 +183,14 @@ __global__ void __launch_bounds__((KW + 1) * 32)
   if (warp == KW) {
     // Producer: one lane keeps the ring full; a slot is refilled once all KW consumers released it.
     if (lane == 0) {
-      for (int s = 0; s < units; ++s) {
+      for (int s = 0; s < stages; ++s) {
         const int slot = s % kStages;
         if (s >= kStages) mbar_wait(&empty[slot], ((s / kStages) & 1) ^ 1);
         mbar_expect_tx(&full[slot], kStageBytes);
         unsigned char* dst = ring + slot * kStageBytes;
-        const int row = unit_tile(s) * kRows, k0 = unit_k(s);
 #pragma unroll
         for (int b = 0; b < Boxes; ++b)
-          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, k0 + b * kBoxElems, row, &full[slot]);
+          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, kb + s * kStageElems + b * kBoxElems, row0, &full[slot]);
       }
     }
   } else {
@@ -288,11 +200,11 @@ __global__ void __launch_bounds__((KW + 1) * 32)
       xrow[nt] = static_cast<const unsigned char*>(p.x) +
                  static_cast<size_t>(min(nt * 8 + g, p.n - 1)) * p.ldb * Tr::kBytes;
     }
-    // Lane's first K element of group q (= w + i * KW) of unit s; past k x reads as zero, and the
-    // weight there is the tensor map's zero fill (a split ends on a whole stage or at k).
+    // Lane's first K element of group q (= w + i * KW) of stage s; past ke x reads as zero, and the
+    // weight there is the tensor map's zero fill (k) or this split's end (a whole stage).
     auto elem = [&](int s, int i) {
       const int q = warp + i * KW;
-      return unit_k(s) + (q >> 1) * kBoxElems + (2 * t + (q & 1)) * kVec;
+      return kb + s * kStageElems + (q >> 1) * kBoxElems + (2 * t + (q & 1)) * kVec;
     };
     auto load_x = [&](uint4 (&xb)[kPerWarp][WN], int s) {
 #pragma unroll
@@ -300,7 +212,7 @@ __global__ void __launch_bounds__((KW + 1) * 32)
         const int e = elem(s, i);
 #pragma unroll
         for (int nt = 0; nt < WN; ++nt)
-          xb[i][nt] = ld_cached16(xrow[nt] + static_cast<size_t>(e) * Tr::kBytes, e < p.k);
+          xb[i][nt] = ld_cached16(xrow[nt] + static_cast<size_t>(e) * Tr::kBytes, e < ke);
       }
     };
     auto compute = [&](const uint4 (&xb)[kPerWarp][WN], int s) {
@@ -318,82 +230,28 @@ __global__ void __launch_bounds__((KW + 1) * 32)
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[slot]);
-      if constexpr (CS > 1) {
-        // A tile finished before the block's last unit: whole in this block (to y), else this is the
-        // block's first tile, cut at its start (slot 0).
-        if ((first + s) % upt == upt - 1 && s + 1 < units) {
-          const bool whole = (first + s) / upt * static_cast<long long>(upt) >= ua;
-          flush_segment<WN, KW>(p, acc, red, unit_tile(s) * kRows, whole ? nullptr : part);
-        }
-      }
     };
     // x one stage ahead in two named register sets (no moves between stages).
     uint4 x0[kPerWarp][WN], x1[kPerWarp][WN];
-    if (units > 0) load_x(x0, 0);
-    for (int s = 0; s < units; s += 2) {
-      if (s + 1 < units) load_x(x1, s + 1);
+    if (stages > 0) load_x(x0, 0);
+    for (int s = 0; s < stages; s += 2) {
+      if (s + 1 < stages) load_x(x1, s + 1);
       compute(x0, s);
-      if (s + 1 >= units) break;
-      if (s + 2 < units) load_x(x0, s + 2);
+      if (s + 1 >= stages) break;
+      if (s + 2 < stages) load_x(x0, s + 2);
       compute(x1, s + 1);
     }
   }
 
-  if constexpr (CS == 1) {
-    // The producer warp joins the epilogue's barriers with zero sums of its own (not read: the
-    // epilogue adds warps [0, KW)).
-    float acc1[1][WN][4];
+  // The producer warp joins the epilogue's barriers with zero sums of its own (not read: the
+  // epilogue adds warps [0, KW)).
+  float acc1[1][WN][4];
 #pragma unroll
-    for (int nt = 0; nt < WN; ++nt) {
+  for (int nt = 0; nt < WN; ++nt) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) acc1[0][nt][q] = acc[nt][q];
-    }
-    mma_block_epilogue<1, WN, KW, 1>(p, acc1, red, tile0 * kRows);
-  } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    const long long last_start = units > 0 ? (first + units - 1) / upt * static_cast<long long>(upt) : 0;
-    const int last_tile = units > 0 ? unit_tile(units - 1) : 0;
-    // The block's last tile: whole (to y), cut at its start (slot 0: it is also the first tile) or
-    // cut only at its end (slot 1: this block owns it and finishes it below).
-    const bool last_cut_start = last_start < ua, last_cut_end = last_start + upt > ub;
-    if (warp < KW && units > 0) {
-      flush_segment<WN, KW>(p, acc, red, last_tile * kRows,
-                            !last_cut_start && !last_cut_end ? nullptr
-                            : last_cut_start                 ? part
-                                                             : part + kTok * kRows);
-    }
-    __syncwarp();
-    cluster.sync();  // every rank's partials are written and visible cluster-wide
-    if (warp < KW && units > 0 && !last_cut_start && last_cut_end) {
-      // Owner of a tile cut at its end: its own part, then the slot-0 parts of the following ranks
-      // that hold units of the tile (their first tile is this one), in rank order.
-      const long long tile_end = last_start + upt;
-      const float* src[CS];
-      int nsrc = 0;
-      src[nsrc++] = part + kTok * kRows;
-      for (int rr = static_cast<int>(blockIdx.x % CS) + 1; rr < CS; ++rr) {
-        const long long r0 = rr * work / CS, r1 = (rr + 1) * work / CS;
-        if (r0 >= tile_end) break;
-        if (r1 > r0) src[nsrc++] = cluster.map_shared_rank(part, rr);  // empty ranks wrote nothing
-      }
-      const int ntok = min(kTok, p.n);
-      const float scale = result_scale(p);
-      const int row0 = last_tile * kRows;
-      for (int o = threadIdx.x; o < kRows * ntok; o += KW * 32) {
-        const int r = o % kRows, j = o / kRows;
-        if (row0 + r >= p.m) continue;
-        float s = 0.f;
-        for (int c = 0; c < nsrc; ++c) s += src[c][j * kRows + r];
-        write_result(p, row0 + r, j, s, scale);
-      }
-    }
-    cluster.sync();  // no rank exits while an owner may still read its shared memory
-#else
-    __trap();  // launchers refuse cluster variants below sm_90
-#endif
+    for (int q = 0; q < 4; ++q) acc1[0][nt][q] = acc[nt][q];
   }
+  mma_block_epilogue<1, WN, KW, 1>(p, acc1, red, row0);
   skinny_trace_exit(p.w);
 }
 
@@ -436,50 +294,27 @@ cudaError_t skinny_weight_tensor_map(const SkinnyParams& p, CUtensorMap* out) {
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <class Tr, int WN, int KW, int Boxes, int Stages, int CS>
+template <class Tr, int WN, int KW, int Boxes, int Stages>
 cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
-  // TMA, mbarrier transactions, clusters and griddepcontrol: sm_90 device and code.
+  // TMA, mbarrier transactions and griddepcontrol: sm_90 device and code.
   if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
-  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages, CS>;
+  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages>;
   constexpr int kThreads = (KW + 1) * 32;
-  // Stream-K clusters give every block the same bytes on the premise of one block per SM; with
-  // room for two, the cluster scheduler may pack two of a cluster's blocks on one SM (measured:
-  // blocks streamed 25 % slower). More than half an SM's shared memory rules that out.
-  std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages, CS);
-  if (CS > 1) smem = std::max<std::size_t>(smem, static_cast<std::size_t>(dev.smem_per_sm) / 2 + 1024);
-  if (smem > static_cast<std::size_t>(dev.smem_optin)) return cudaErrorNotSupported;
+  constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages);
   SkinnyParams p = l.p;
   const long long blocks0 = (static_cast<long long>(p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows;
   if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
   int per_sm = 0;
   cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm);
   if (e != cudaSuccess) return e;
-  dim3 grid;
-  if constexpr (CS == 1) {
-    const SkinnySplit sp = skinny_plan(l, p.k, skinny_mmt_granule(Tr::kVec, Boxes), blocks0,
-                                       static_cast<long long>(per_sm) * dev.sms);
-    if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
-    grid = dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits));
-  } else {
-    // One wave of at most one block per SM: the fewest clusters that give every cluster the
-    // smallest possible number of tiles (ceil(tiles / clusters)).
-    const long long units = blocks0 * ((p.k + skinny_mmt_granule(Tr::kVec, Boxes) - 1) /
-                                       skinny_mmt_granule(Tr::kVec, Boxes));
-    if (units > 0x7fffffffLL) return cudaErrorInvalidValue;  // unit indices are int in the kernel
-    int resident = 0;
-    if ((e = skinny_max_clusters(kernel, kThreads, smem, CS, dev.ordinal, &resident)) != cudaSuccess) return e;
-    const long long cap = std::min<long long>({resident, dev.sms / CS, blocks0});
-    if (cap < 1) return cudaErrorNotSupported;  // no cluster of CS blocks fits this device
-    const long long per = (blocks0 + cap - 1) / cap;
-    const long long clusters = (blocks0 + per - 1) / per;
-    p.splits = 1;
-    p.kc = p.k;
-    grid = dim3(static_cast<unsigned>(clusters * CS));
-  }
+  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mmt_granule(Tr::kVec, Boxes), blocks0,
+                                     static_cast<long long>(per_sm) * dev.sms);
+  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   CUtensorMap tm;
   if ((e = skinny_weight_tensor_map<Tr>(p, &tm)) != cudaSuccess) return e;
-  e = launch_kernel_ex(kernel, grid, dim3(kThreads), smem, stream, skinny_pdl(dev), dim3(CS, 1, 1), p, tm);
+  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
+                       dim3(kThreads), smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tm);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
     return e;
@@ -488,15 +323,12 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
-/// kSkinnyMmtShapes, l.p.n <= 16, sm_90; stream_cluster 0 or 1 for the (tile, split) grid, or
-/// kSkinnyMmtStreamCluster for stream-K clusters (shapes skinny_mmt_streamk_built).
-inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, int stream_cluster,
-                              const SkinnyLaunch& l, cudaStream_t stream) {
-  static_assert(std::size(kSkinnyMmtShapes) == 4, "the dispatch below lists every shape index");
+/// kSkinnyMmtShapes, l.p.n <= 16, sm_90.
+inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
+                              cudaStream_t stream) {
+  static_assert(std::size(kSkinnyMmtShapes) == 3, "the dispatch below lists every shape index");
   const int shape = skinny_mmt_shape_index(boxes, stages);
   if (shape < 0) return cudaErrorInvalidValue;
-  if (stream_cluster > 1 && (stream_cluster != kSkinnyMmtStreamCluster || !skinny_mmt_streamk_built(boxes, stages)))
-    return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
@@ -504,14 +336,9 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, i
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
       return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
-        return skinny_dispatch_int<0, 1, 2, 3>(shape, [&](auto i) -> cudaError_t {
+        return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
           constexpr SkinnyMmtShape sh = kSkinnyMmtShapes[i.value];
-          if (stream_cluster <= 1)
-            return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, 1>(l, dev, stream);
-          if constexpr (skinny_mmt_streamk_built(sh.boxes, sh.stages))
-            return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, kSkinnyMmtStreamCluster>(
-                l, dev, stream);
-          return cudaErrorInvalidValue;
+          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages>(l, dev, stream);
         });
       });
     });

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <optional>
 #include <regex>
-#include <tuple>
 #include <utility>
 
 #include "core/cuda_check.hpp"
@@ -53,14 +52,12 @@ struct SkinnyConfig {
   bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
   int boxes = 0;     ///< mmt: 128-byte boxes of each row per stage (8, 16; name suffix "_b<boxes>s<stages>")
   int stages = 0;    ///< mmt: stages in the shared-memory ring (2, 3)
-  int stream_cluster = 0;  ///< mmt, no splits: stream-K inside clusters of this many blocks ("kss8")
 
   std::string name() const {
-    const std::string ks = splits != 0           ? std::to_string(splits)
-                           : waves != 0          ? fmt::format("w{}", waves)
-                           : cluster != 0        ? fmt::format("c{}", cluster)
-                           : stream_cluster != 0 ? fmt::format("s{}", stream_cluster)
-                                                 : std::string("auto");
+    const std::string ks = splits != 0    ? std::to_string(splits)
+                           : waves != 0   ? fmt::format("w{}", waves)
+                           : cluster != 0 ? fmt::format("c{}", cluster)
+                                          : std::string("auto");
     if (family == Family::kGemv)
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
     const std::string shape = family == Family::kMmaTma ? fmt::format("_b{}s{}", boxes, stages) : "";
@@ -76,10 +73,6 @@ struct SkinnyConfig {
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && (family == Family::kGemv || family == Family::kMmaTma)) return false;
-    if (stream_cluster != 0 &&
-        (family != Family::kMmaTma || splits != 0 || waves != 0 || cluster != 0 ||
-         stream_cluster != kern::kSkinnyMmtStreamCluster || !kern::skinny_mmt_streamk_built(boxes, stages)))
-      return false;
     if (family == Family::kMmaTma ? kern::skinny_mmt_shape_index(boxes, stages) < 0 : boxes != 0 || stages != 0)
       return false;
     if (family == Family::kGemv)
@@ -92,7 +85,7 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mmt|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|s[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_wc)?$");
+        "^skinny_(gemv|mmap|mmt|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
@@ -106,10 +99,9 @@ struct SkinnyConfig {
     c.rows = std::stoi(m[4].str());
     c.width = std::stoi(m[6].str());
     const std::string ks = m[7].str();
-    c.splits = ks == "auto" || ks[0] == 'w' || ks[0] == 'c' || ks[0] == 's' ? 0 : std::stoi(ks);
+    c.splits = ks == "auto" || ks[0] == 'w' || ks[0] == 'c' ? 0 : std::stoi(ks);
     c.waves = ks[0] == 'w' ? std::stoi(ks.substr(1)) : 0;
     c.cluster = ks[0] == 'c' ? std::stoi(ks.substr(1)) : 0;
-    c.stream_cluster = ks[0] == 's' ? std::stoi(ks.substr(1)) : 0;
     c.boxes = m[8].matched ? std::stoi(m[9].str()) : 0;
     c.stages = m[8].matched ? std::stoi(m[10].str()) : 0;
     c.wc = m[11].matched;
@@ -191,7 +183,7 @@ std::int64_t wave_split_cap(const SkinnyConfig& c, const GemmDesc& d) {
 
 /// Most splits a run of `c` on `d` can use (what the workspace is sized for).
 std::int64_t split_bound(const SkinnyConfig& c, const GemmDesc& d) {
-  if (c.cluster != 0 || c.stream_cluster != 0) return 1;  // reduced in distributed shared memory
+  if (c.cluster != 0) return 1;  // reduced in distributed shared memory: no workspace
   if (c.splits != 0) return c.splits;
   return c.waves != 0 ? wave_split_cap(c, d) : auto_split_cap(c, d);
 }
@@ -302,8 +294,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
             ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
         : cfg_.family == Family::kMmaPipe
             ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
-            : kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, cfg_.stream_cluster, l,
-                               stream);
+            : kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream);
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format(
           "{}: this device, build or driver lacks what it needs (tensor cores sm_80+, fp8 sm_89+, clusters "
@@ -326,8 +317,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
-/// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16); round 15: its stream-K
-/// clusters and the 16 x 3 ring. At most 60 (n <= 8), 63 (n 9-16) and 47 (n > 16) before filtering.
+/// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16). At most 55 (n <= 8),
+/// 58 (n 9-16) and 47 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -418,14 +409,10 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   if (d.n <= kMaxTmaTokens) {
     // Shapes from the timeline sweeps (NOTES round 14): every built ring shape unsplit with 4 and 8
     // consumer warps (each won some row: 8 x 2 llama3_8b qkv at 16 tokens, 8 x 3 llama3_405b_tp8
-    // qkv, 16 x 2 gemma_2b down at 16; 16 x 3 added in round 15), and 8 x 2 with automatic splits.
+    // qkv, 16 x 2 gemma_2b down at 16), and 8 x 2 with automatic splits.
     for (const kern::SkinnyMmtShape& sh : kern::kSkinnyMmtShapes)
       for (int wk : {4, 8}) out.push_back({Family::kMmaTma, d.dtype, 16, wk, 1, 0, 0, false, sh.boxes, sh.stages});
     out.push_back({Family::kMmaTma, d.dtype, 16, 4, 0, 0, 0, false, 8, 2});
-    // Round 15: stream-K inside clusters of 8 (about the same bytes on every SM used when the tile
-    // count is not a multiple of the SM count: llama3_405b_tp8 qkv's 144 tiles).
-    for (const auto& [wk, boxes, stages] : {std::tuple{8, 16, 2}, {4, 16, 3}, {8, 16, 3}})
-      out.push_back({Family::kMmaTma, d.dtype, 16, wk, 0, 0, 0, false, boxes, stages, kern::kSkinnyMmtStreamCluster});
   }
   return out;
 }
@@ -523,14 +510,6 @@ std::vector<std::string> skinny_gemm_variant_names() {
       }
     }
   }
-  // Round 15: the TMA-fed kernel's stream-K clusters, every shape built with them.
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3})
-    for (int wk : {4, 8})
-      for (const kern::SkinnyMmtShape& sh : kern::kSkinnyMmtShapes)
-        if (kern::skinny_mmt_streamk_built(sh.boxes, sh.stages))
-          names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, wk, 0, 0, 0, false, sh.boxes, sh.stages,
-                                       kern::kSkinnyMmtStreamCluster}
-                              .name());
   return names;
 }
 
