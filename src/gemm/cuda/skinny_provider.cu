@@ -15,6 +15,8 @@
 #include "kernels/gemv/skinny_gemv.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
 #include "kernels/gemv/skinny_tma.cuh"
+#include "kernels/gemv/skinny_wgmma.cuh"
+#include "gemm/cuda/skinny_wgt.hpp"
 
 namespace tunable {
 namespace {
@@ -30,28 +32,34 @@ constexpr std::int64_t kMaxMmaTokens = 64;
 constexpr std::int64_t kMaxTmaTokens = 16;
 
 /// kMmaPipe: the MMA kernel with two register stages of weight loads (skinny_mmap_kernel);
-/// kMmaTma: the MMA kernel whose weight arrives by TMA into a shared-memory ring (skinny_mmt_kernel).
-enum class Family { kGemv, kMma, kMmaPipe, kMmaTma };
+/// kMmaTma: the MMA kernel whose weight arrives by TMA into a shared-memory ring (skinny_mmt_kernel);
+/// kWgmma: warpgroup MMA on 64-row tiles, weight and tokens by TMA (skinny_wgt_kernel).
+enum class Family { kGemv, kMma, kMmaPipe, kMmaTma, kWgmma };
 
 /// Largest wave target of the wave-balanced split policy (ks w<W>).
 constexpr int kMaxWaves = 8;
 
 const char* family_name(Family f) {
-  return f == Family::kGemv ? "gemv" : f == Family::kMma ? "mma" : f == Family::kMmaPipe ? "mmap" : "mmt";
+  return f == Family::kGemv      ? "gemv"
+         : f == Family::kMma     ? "mma"
+         : f == Family::kMmaPipe ? "mmap"
+         : f == Family::kMmaTma  ? "mmt"
+                                 : "wgt";
 }
 
 struct SkinnyConfig {
   Family family = Family::kGemv;
   DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3
-  int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32)
+  int rows = 1;      ///< gemv: weight rows per warp (1, 2, 4); mma: rows per block (16, 32; wgt 64)
   int width = 256;   ///< gemv: threads per block (128, 256); mma: warps splitting K (4, 8, 16;
-                     ///< mmap 16 only at 16 rows; mmt: 4 or 8 consumer warps at 16 rows)
+                     ///< mmap 16 only at 16 rows; mmt: 4 or 8 consumer warps at 16 rows; wgt: 4,
+                     ///< one warpgroup)
   int splits = 0;    ///< K splits: 0 = auto (sized from the device), else 1..kMaxSplits
   int waves = 0;     ///< with splits == 0: 0 = auto, else wave-balanced splits for >= waves waves
   int cluster = 0;   ///< mmap with splits == waves == 0: 2 or 4 = K split over a block cluster
   bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
-  int boxes = 0;     ///< mmt: 128-byte boxes of each row per stage (8, 16; name suffix "_b<boxes>s<stages>")
-  int stages = 0;    ///< mmt: stages in the shared-memory ring (2, 3)
+  int boxes = 0;     ///< mmt, wgt: 128-byte boxes of each row per stage (name suffix "_b<boxes>s<stages>")
+  int stages = 0;    ///< mmt, wgt: stages in the shared-memory ring
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -60,7 +68,8 @@ struct SkinnyConfig {
                                           : std::string("auto");
     if (family == Family::kGemv)
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
-    const std::string shape = family == Family::kMmaTma ? fmt::format("_b{}s{}", boxes, stages) : "";
+    const bool ring = family == Family::kMmaTma || family == Family::kWgmma;
+    const std::string shape = ring ? fmt::format("_b{}s{}", boxes, stages) : "";
     return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}", family_name(family), short_name(dtype), rows,
                        width, ks, shape, wc ? "_wc" : "");
   }
@@ -72,12 +81,15 @@ struct SkinnyConfig {
     if (waves < 0 || waves > kMaxWaves || (waves != 0 && splits != 0)) return false;
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
-    if (wc && (family == Family::kGemv || family == Family::kMmaTma)) return false;
-    if (family == Family::kMmaTma ? kern::skinny_mmt_shape_index(boxes, stages) < 0 : boxes != 0 || stages != 0)
+    if (wc && (family == Family::kGemv || family == Family::kMmaTma || family == Family::kWgmma)) return false;
+    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages) < 0
+        : family == Family::kWgmma ? kern::skinny_wgt_shape_index(boxes, stages) < 0
+                                    : boxes != 0 || stages != 0)
       return false;
     if (family == Family::kGemv)
       return (rows == 1 || rows == 2 || rows == 4) && (width == 128 || width == 256);
     if (family == Family::kMmaTma) return rows == 16 && (width == 4 || width == 8);
+    if (family == Family::kWgmma) return rows == 64 && width == 4;
     return (rows == 16 || rows == 32) &&
            (width == 4 || width == 8 || (width == 16 && (family == Family::kMma || rows == 16)));
   }
@@ -85,14 +97,15 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mmt|mma)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_wc)?$");
+        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
     c.family = m[1] == "gemv"  ? Family::kGemv
                : m[1] == "mma" ? Family::kMma
                : m[1] == "mmap" ? Family::kMmaPipe
-                                : Family::kMmaTma;
+               : m[1] == "mmt"  ? Family::kMmaTma
+                                : Family::kWgmma;
     const auto t = parse_data_type(m[2].str());
     if (!t) return std::nullopt;
     c.dtype = *t;
@@ -119,6 +132,7 @@ struct SkinnyConfig {
     const int v = static_cast<int>(vec());
     return family == Family::kGemv     ? kern::skinny_gemv_granule(v)
            : family == Family::kMmaTma ? kern::skinny_mmt_granule(v, boxes)
+           : family == Family::kWgmma  ? kern::skinny_wgt_granule(v, boxes)
                                        : kern::skinny_mma_granule(v, width);
   }
 };
@@ -224,6 +238,19 @@ class SkinnySolution final : public Solution<GemmArgs> {
     const auto addr_b = reinterpret_cast<std::uintptr_t>(a.ops.b);
     if (addr_a % 16 != 0 || addr_b % 16 != 0)
       return misaligned(fmt::format("{} needs 16-byte aligned A and B (16-byte loads)", name_));
+    if (cfg_.family == Family::kWgmma) {
+      const std::size_t smem = kern::skinny_wgt_smem(kern::skinny_mma_token_tiles(static_cast<int>(d.n)),
+                                                     cfg_.boxes, cfg_.stages);
+      if (smem > kern::kSkinnyWgtSmemLimit)
+        return not_supported(fmt::format("{} needs {} bytes of shared memory at n = {} tokens (limit {})",
+                                         name_, smem, d.n, kern::kSkinnyWgtSmemLimit));
+      // Hopper's fp8 wgmma adds inside the tensor core below fp32 precision; the kernel promotes
+      // every 128 products, which bf16 and fp16 outputs cannot see but an fp32 output can.
+      if (d.dtype == DataType::kF8E4M3 && d.out_dtype == DataType::kF32)
+        return not_supported(fmt::format("{}: fp8 wgmma sums 128 products below fp32 precision; fp32 output "
+                                         "needs a variant with fp32 accumulation",
+                                         name_));
+    }
     if (cfg_.splits > 0) {
       const std::int64_t granules = (d.k + cfg_.granule() - 1) / cfg_.granule();
       if (cfg_.splits > granules)
@@ -294,11 +321,13 @@ class SkinnySolution final : public Solution<GemmArgs> {
             ? kern::skinny_mma(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
         : cfg_.family == Family::kMmaPipe
             ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
-            : kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream);
+        : cfg_.family == Family::kMmaTma
+            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream)
+            : kern::skinny_wgt(skinny_in(d.dtype), cfg_.boxes, cfg_.stages, l, stream);
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format(
           "{}: this device, build or driver lacks what it needs (tensor cores sm_80+, fp8 sm_89+, clusters "
-          "and TMA sm_90+ with cuTensorMapEncodeTiled)",
+          "and TMA sm_90+ with cuTensorMapEncodeTiled, wgmma sm_90a code)",
           name_));
     TUNABLE_CUDA_CHECK(e);
     return Status::ok();
@@ -317,8 +346,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// (mmap) unsplit, auto and wave-balanced, and wave-balanced splits (ksw2/ksw4) for the shapes
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
-/// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16). At most 55 (n <= 8),
-/// 58 (n 9-16) and 47 (n > 16) before filtering.
+/// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16); round 16: the wgmma
+/// kernel (wgt, 6). At most 61 (n <= 8), 64 (n 9-16) and 53 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -414,6 +443,11 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
       for (int wk : {4, 8}) out.push_back({Family::kMmaTma, d.dtype, 16, wk, 1, 0, 0, false, sh.boxes, sh.stages});
     out.push_back({Family::kMmaTma, d.dtype, 16, 4, 0, 0, 0, false, 8, 2});
   }
+  // Round 16: warpgroup MMA on 64-row tiles, every ring shape unsplit and with automatic splits (each
+  // won some 37-100 MB weight; wave-balanced and fixed 2-4 splits won nothing, NOTES round 16).
+  for (const kern::SkinnyMmtShape& sh : kern::kSkinnyWgtShapes) {
+    for (int s : {1, 0}) out.push_back({Family::kWgmma, d.dtype, 64, 4, s, 0, 0, false, sh.boxes, sh.stages});
+  }
   return out;
 }
 
@@ -508,6 +542,15 @@ std::vector<std::string> skinny_gemm_variant_names() {
         for (int w : {2, 4})
           names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, wk, 0, w, 0, false, sh.boxes, sh.stages}.name());
       }
+    }
+  }
+  // Round 16: the wgmma kernel, every built ring shape and split setting.
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (const kern::SkinnyMmtShape& sh : kern::kSkinnyWgtShapes) {
+      for (int s : {0, 1, 2, 4, 8, 16})
+        names.push_back(SkinnyConfig{Family::kWgmma, t, 64, 4, s, 0, 0, false, sh.boxes, sh.stages}.name());
+      for (int w : {2, 4})
+        names.push_back(SkinnyConfig{Family::kWgmma, t, 64, 4, 0, w, 0, false, sh.boxes, sh.stages}.name());
     }
   }
   return names;
