@@ -125,11 +125,17 @@ struct SkinnyMmtShape {
 /// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
 inline constexpr SkinnyMmtShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
 
+/// Index of (boxes, stages) in a list of built ring shapes, -1 when not in it.
+template <std::size_t N>
+constexpr int skinny_shape_index(const SkinnyMmtShape (&shapes)[N], int boxes, int stages) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (shapes[i].boxes == boxes && shapes[i].stages == stages) return static_cast<int>(i);
+  return -1;
+}
+
 /// Index of (boxes, stages) in kSkinnyMmtShapes, -1 when not built.
 constexpr int skinny_mmt_shape_index(int boxes, int stages) {
-  for (int i = 0; i < static_cast<int>(std::size(kSkinnyMmtShapes)); ++i)
-    if (kSkinnyMmtShapes[i].boxes == boxes && kSkinnyMmtShapes[i].stages == stages) return i;
-  return -1;
+  return skinny_shape_index(kSkinnyMmtShapes, boxes, stages);
 }
 
 /// WN: 8-token MMA tiles (n <= 8 * WN), KW: consumer warps (the block has KW + 1 warps), Boxes x
@@ -273,22 +279,23 @@ inline PFN_cuTensorMapEncodeTiled_v12000 skinny_tensor_map_encoder() {
   return fn;
 }
 
-/// The weight's tensor map: m rows of k elements, row stride lda, boxes of 16 rows x 128 bytes with
-/// the 128-byte swizzle.
+/// A 2-D tensor map over `rows` rows of `cols` elements of Tr (row stride `stride_bytes`), boxes of
+/// `box_rows` rows x 128 bytes with the 128-byte swizzle; rows and columns past the ends read as 0.
 template <class Tr>
-cudaError_t skinny_weight_tensor_map(const SkinnyParams& p, CUtensorMap* out) {
+cudaError_t skinny_tensor_map_2d(const void* base, int cols, int rows, long long stride_bytes, int box_rows,
+                                 CUtensorMap* out) {
   const auto encode = skinny_tensor_map_encoder();
   if (encode == nullptr) return cudaErrorNotSupported;
   const CUtensorMapDataType type = Tr::kBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                    : std::is_same_v<Tr, skinny_detail::F16Traits>
                                        ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                        : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.k), static_cast<cuuint64_t>(p.m)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(p.lda) * Tr::kBytes};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride_bytes)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(skinny_tma::kBoxBytes / Tr::kBytes),
-                             static_cast<cuuint32_t>(skinny_tma::kRows)};
+                             static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode(out, type, 2, const_cast<void*>(p.w), dims, strides, box, elem_strides,
+  const CUresult r = encode(out, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
@@ -312,7 +319,8 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   CUtensorMap tm;
-  if ((e = skinny_weight_tensor_map<Tr>(p, &tm)) != cudaSuccess) return e;
+  if ((e = skinny_tensor_map_2d<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_tma::kRows, &tm)) != cudaSuccess)
+    return e;
   e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
                        dim3(kThreads), smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tm);
   if (e != cudaSuccess) {

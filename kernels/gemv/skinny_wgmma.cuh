@@ -305,9 +305,7 @@ inline constexpr SkinnyMmtShape kSkinnyWgtShapes[] = {{2, 6}, {4, 3}, {8, 2}};
 
 /// Index of (boxes, stages) in kSkinnyWgtShapes, -1 when not built.
 constexpr int skinny_wgt_shape_index(int boxes, int stages) {
-  for (int i = 0; i < static_cast<int>(std::size(kSkinnyWgtShapes)); ++i)
-    if (kSkinnyWgtShapes[i].boxes == boxes && kSkinnyWgtShapes[i].stages == stages) return i;
-  return -1;
+  return skinny_shape_index(kSkinnyWgtShapes, boxes, stages);
 }
 
 /// WN: 8-token tiles (n <= 8 * WN, the wgmma's N), Boxes x 128 bytes of each row per stage,
@@ -407,28 +405,6 @@ __global__ void __launch_bounds__(skinny_wg::kThreads)
   skinny_trace_exit(p.w);
 }
 
-/// A 2-D tensor map over `rows` rows of `cols` elements (row stride `stride_bytes`), boxes of
-/// `box_rows` rows x 128 bytes with the 128-byte swizzle.
-template <class Tr>
-cudaError_t skinny_wgt_tensor_map(const void* base, int cols, int rows, long long stride_bytes, int box_rows,
-                                  CUtensorMap* out) {
-  const auto encode = skinny_tensor_map_encoder();
-  if (encode == nullptr) return cudaErrorNotSupported;
-  const CUtensorMapDataType type = Tr::kBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                   : std::is_same_v<Tr, skinny_detail::F16Traits>
-                                       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride_bytes)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(skinny_wg::kBoxBytes / Tr::kBytes),
-                             static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode(out, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
-
 /// Whether the loaded device code of this translation unit has wgmma on the current device.
 inline cudaError_t skinny_wgt_built(int ordinal, bool* out) {
   static std::mutex mu;
@@ -469,8 +445,8 @@ cudaError_t skinny_wgt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   CUtensorMap tmw, tmx;
-  if ((e = skinny_wgt_tensor_map<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_wg::kRows, &tmw)) != cudaSuccess ||
-      (e = skinny_wgt_tensor_map<Tr>(p.x, p.k, p.n, p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
+  if ((e = skinny_tensor_map_2d<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_wg::kRows, &tmw)) != cudaSuccess ||
+      (e = skinny_tensor_map_2d<Tr>(p.x, p.k, p.n, p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
     return e;
   e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
                        dim3(skinny_wg::kThreads), smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tmw, tmx);
