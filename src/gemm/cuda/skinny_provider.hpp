@@ -9,6 +9,10 @@
 //   skinny_mma_<dtype>_bm<rows per block: 16|32>_wk<warps along K: 4|8>_ks<auto|1..64> (n <= 64)
 //   skinny_mmap_<dtype>_bm<16|32>_wk<4|8>_ks<...>  (n <= 64; the MMA kernel with two register
 //                                                    stages of weight loads, software-pipelined)
+//   skinny_mmt_<dtype>_bm16_wk<4|8>_ks<...>_b<boxes>s<stages>  (n <= 16, sm_90; the MMA kernel with
+//                                    its weight fed by TMA into a ring of stages x boxes x 2 KB)
+//   skinny_wgt_<dtype>_bm64_wk4_ks<...>_b<boxes>s<stages>  (n <= 64, sm_90a; warpgroup MMA on 64-row
+//                                    tiles, weight and tokens by TMA; no fp8 into an fp32 output)
 // and, for any family, ks w<1..8>: wave-balanced splits (any count, not only powers of two, so
 // the grid gives >= W waves of resident blocks with the last one >= 90 % full; partial traffic
 // capped at 1/8 of the weight bytes); mmap only, ks c<2|4>: K split over a thread-block cluster
