@@ -214,6 +214,9 @@ int main(int argc, char** argv) {
   }
   nlohmann::json js = nlohmann::json::array();
   std::vector<double> period, release, wait_spread, stream_med, tail, early, busy;
+  // Per steady call: when each SM finished its last block (from the call's first wait release), as
+  // the 10th / 50th / 90th percentile and the last SM, and how many SMs the call used.
+  std::vector<double> sm_p10, sm_p50, sm_p90, sm_last, sms_used, sm_two;
   double prev_last = 0;  // the previous call's last block exit
   for (size_t c = 0; c < call.size(); ++c) {
     auto& b = call[c];
@@ -249,6 +252,26 @@ int main(int argc, char** argv) {
         tail.push_back(exits.back() - exits[exits.size() / 2]);
         early.push_back(n_early);
         busy.push_back(median(busy_c));
+        std::vector<double> fin(1024, -1.0);
+        std::vector<int> per(1024, 0);
+        for (const auto& q : b) {
+          const unsigned id = q.sm < 1024 ? q.sm : 1023;
+          fin[id] = std::max(fin[id], static_cast<double>(q.t_exit) - waits.front());
+          ++per[id];
+        }
+        std::vector<double> f;
+        int two = 0;
+        for (size_t i = 0; i < fin.size(); ++i) {
+          if (fin[i] >= 0) f.push_back(fin[i]);
+          two += per[i] > 1;
+        }
+        std::sort(f.begin(), f.end());
+        sm_p10.push_back(f[f.size() / 10]);
+        sm_p50.push_back(f[f.size() / 2]);
+        sm_p90.push_back(f[f.size() * 9 / 10]);
+        sm_last.push_back(f.back());
+        sms_used.push_back(static_cast<double>(f.size()));
+        sm_two.push_back(two);
       }
     }
     js.push_back(cj);
@@ -266,6 +289,10 @@ int main(int argc, char** argv) {
       call.empty() ? size_t(0) : call[call.size() / 2].size(), tick, median(period), median(release),
       median(wait_spread), median(stream_med), median(tail), median(busy), median(early), bw / 1e12,
       floor_us * 1e3);
+  std::printf(
+      "  per-SM finish after the first wait release (ns, medians over steady calls): p10 %.0f | p50 %.0f | "
+      "p90 %.0f | last %.0f | SMs used %.0f, with two or more blocks %.0f\n",
+      median(sm_p10), median(sm_p50), median(sm_p90), median(sm_last), median(sms_used), median(sm_two));
   if (!out.empty()) {
     std::ofstream(out) << nlohmann::json{{"kernel", kernel}, {"rows", rows}, {"warps", warps}, {"n", n},
                                          {"k", k}, {"m", m}, {"graph", graph}, {"us_per_call", ms * 1e3 / calls},

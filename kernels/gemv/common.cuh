@@ -335,6 +335,7 @@ constexpr int kSkinnyPrefetchBytes = 16384;
 struct SkinnyTraceRec {
   unsigned long long t_entry, t_wait, t_exit;  // ns
   const void* w;
+  unsigned sm;  // %smid: which SM ran the block (per-SM finish times)
 };
 static __device__ SkinnyTraceRec* g_skinny_trace = nullptr;
 static __device__ unsigned g_skinny_trace_n = 0, g_skinny_trace_cap = 0;
@@ -362,8 +363,11 @@ __device__ __forceinline__ void skinny_trace_exit(const void* w) {
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned i = atomicAdd(&g_skinny_trace_n, 1u);
-    if (i < g_skinny_trace_cap)
-      g_skinny_trace[i] = {s_skinny_trace_t[0], s_skinny_trace_t[1], skinny_globaltimer(), w};
+    if (i < g_skinny_trace_cap) {
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      g_skinny_trace[i] = {s_skinny_trace_t[0], s_skinny_trace_t[1], skinny_globaltimer(), w, sm};
+    }
   }
 #else
   (void)w;
