@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
-  bool graph = false;
+  bool graph = false, spread = false;
   app.add_option("--n", n, "weight rows (N of F.linear)");
   app.add_option("--k", k, "reduction length");
   app.add_option("--m", m, "tokens");
@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
                  "mmawc and mmapwc kernels at 16 rows, 8 warps and <= 16 tokens; -1: the driver's choice")
       ->check(CLI::Range(-1, 100));
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
+  app.add_flag("--spread", spread, "mmt: pad shared memory so a one-wave grid spreads over every SM");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);
 
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
     l.p.n = m;
     l.p.k = k;
     l.splits = 1;
+    l.spread = spread;
     return l;
   };
   auto launch_kind = [&](const std::string& kind, int c, void* out) {

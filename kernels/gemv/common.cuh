@@ -57,6 +57,10 @@ struct SkinnyLaunch {
   int waves = 0;       ///< with splits == 0: > 0 picks splits for >= that many balanced waves
   int cluster = 0;     ///< mmap only: > 1 splits K over a cluster of that many blocks (sm_90)
   std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
+  /// mmt only, an experiment of the timeline tool (NOTES-skinny round 16): pad the block's shared
+  /// memory so that at most ceil(blocks / SMs) blocks fit on one SM, which makes the block scheduler
+  /// spread a one-wave grid over every SM instead of packing it onto fewer. The provider leaves it off.
+  bool spread = false;
 };
 
 namespace skinny_detail {
@@ -447,6 +451,9 @@ struct SkinnyDevice {
   int sms = 0;          ///< multiprocessor count
   int cc = 0;           ///< compute capability, major * 10 + minor
   int ptx_version = 0;  ///< virtual architecture the loaded kernels were compiled for (90 for sm_90a)
+  int smem_per_sm = 0;  ///< shared memory of one SM, bytes
+  int smem_optin = 0;   ///< largest dynamic shared memory one block may opt in to, bytes
+  int smem_reserved = 0;  ///< shared memory the system reserves per resident block, bytes
 };
 
 inline cudaError_t skinny_device(SkinnyDevice* out) {
@@ -469,6 +476,10 @@ inline cudaError_t skinny_device(SkinnyDevice* out) {
   if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess) return e;
   if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess) return e;
   d.cc = major * 10 + minor;
+  if ((e = cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&d.smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) != cudaSuccess)
+    return e;
   cudaFuncAttributes fa{};
   if ((e = cudaFuncGetAttributes(&fa, skinny_splitk_reduce_kernel<256>)) != cudaSuccess) return e;
   d.ptx_version = fa.ptxVersion;

@@ -318,11 +318,28 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
                                      static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
+  std::size_t launch_smem = smem;
+  if (l.spread) {
+    const long long blocks = blocks0 * p.splits;
+    const long long cap = (blocks + dev.sms - 1) / dev.sms;  // blocks per SM the grid needs
+    if (cap < per_sm) {
+      // cap + 1 blocks must not fit: each takes more than smem_per_sm / (cap + 1) with its reservation.
+      const std::size_t want = static_cast<std::size_t>(dev.smem_per_sm / (cap + 1) - dev.smem_reserved + 128);
+      if (want > launch_smem && want <= static_cast<std::size_t>(dev.smem_optin)) {
+        launch_smem = want;
+        if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(launch_smem))) != cudaSuccess) {
+          (void)cudaGetLastError();
+          return e;
+        }
+      }
+    }
+  }
   CUtensorMap tm;
   if ((e = skinny_tensor_map_2d<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_tma::kRows, &tm)) != cudaSuccess)
     return e;
   e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
-                       dim3(kThreads), smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tm);
+                       dim3(kThreads), launch_smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tm);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
     return e;
