@@ -57,9 +57,9 @@ struct SkinnyLaunch {
   int waves = 0;       ///< with splits == 0: > 0 picks splits for >= that many balanced waves
   int cluster = 0;     ///< mmap only: > 1 splits K over a cluster of that many blocks (sm_90)
   std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
-  /// mmt only, an experiment of the timeline tool (NOTES-skinny round 16): pad the block's shared
-  /// memory so that at most ceil(blocks / SMs) blocks fit on one SM, which makes the block scheduler
-  /// spread a one-wave grid over every SM instead of packing it onto fewer. The provider leaves it off.
+  /// mmt only (NOTES-skinny round 16): pad the block's shared memory so that at most
+  /// ceil(blocks / SMs) blocks fit on one SM, which makes the block scheduler spread a one-wave grid
+  /// over every SM instead of packing it onto fewer. The provider sets it for every mmt variant.
   bool spread = false;
 };
 
