@@ -71,10 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--rotate-mb", rotate_mb, "weight copies rotated through (MB)");
   app.add_option("--carveout", carveout,
                  "shared-memory carve-out hint (percent, cudaFuncAttributePreferredSharedMemoryCarveout) for the "
-                 "mmawc and mmapwc kernels at 16 rows, 8 warps and <= 16 tokens; -1: the driver's choice")
+                 "mma, mmawc and mmapwc kernels at 16 rows, 8 warps and <= 16 tokens; -1: the driver's choice")
       ->check(CLI::Range(-1, 100));
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
-  app.add_flag("--spread", spread, "mmt: pad shared memory so a one-wave grid spreads over every SM");
+  app.add_flag("--spread", spread, "cap blocks per SM at ceil(blocks / SMs) (SkinnyLaunch::spread)");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);
 
@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
     set(reinterpret_cast<const void*>(skinny_mmap_kernel<Tr, 1, 2, 8, 1, true>));
     set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 1, 8, true>));
     set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 2, 8, true>));
+    set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 1, 8, false>));
+    set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 2, 8, false>));
     std::printf("carve-out hint %d %% shared memory\n", carveout);
   }
   const size_t wbytes = size_t(n) * k * 2;
@@ -164,6 +166,20 @@ int main(int argc, char** argv) {
     if (worst > 2e-2) {
       std::fprintf(stderr, "skinny_trace: %s disagrees with mmap bm16 wk8 beyond bf16 rounding\n", kernel.c_str());
       return 1;
+    }
+    if (spread) {
+      // The cap moves blocks between SMs and nothing else: the same bits as an uncapped launch.
+      spread = false;
+      check(tunable::fill_nan(y2, tunable::DataType::kBF16, size_t(m) * n, s), "poison");
+      launch_kind(kernel, 0, y2);
+      spread = true;
+      check(cudaMemcpyAsync(b.data(), y2, b.size() * 2, cudaMemcpyDeviceToHost, s), "copy");
+      check(cudaStreamSynchronize(s), "check");
+      if (a != b) {
+        std::fprintf(stderr, "skinny_trace: %s gives different bits with --spread\n", kernel.c_str());
+        return 1;
+      }
+      std::printf("check --spread against the uncapped launch: same bits\n");
     }
     check(cudaFree(y2), "free");
   }

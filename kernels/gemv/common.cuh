@@ -57,9 +57,11 @@ struct SkinnyLaunch {
   int waves = 0;       ///< with splits == 0: > 0 picks splits for >= that many balanced waves
   int cluster = 0;     ///< mmap only: > 1 splits K over a cluster of that many blocks (sm_90)
   std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
-  /// mmt only (NOTES-skinny round 16): pad the block's shared memory so that at most
-  /// ceil(blocks / SMs) blocks fit on one SM, which makes the block scheduler spread a one-wave grid
-  /// over every SM instead of packing it onto fewer. The provider sets it for every mmt variant.
+  /// GEMV, mma, mmap and mmt: cap blocks per SM at ceil(blocks / SMs) by padding the block's
+  /// shared memory (skinny_spread_smem), so a one-wave grid uses every SM instead of packing onto
+  /// fewer. Ignored by cluster launches (the cluster scheduler places those) and by wgt. The
+  /// provider sets it for mmt only: on the register-fed kernels it gained nothing the tuner did
+  /// not already have and lost 12 % on 405b qkv (NOTES-skinny round 17).
   bool spread = false;
 };
 
@@ -515,6 +517,45 @@ cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, i
   if (blocks < 1) return cudaErrorInvalidConfiguration;
   cache.emplace(key, blocks);
   *out = blocks;
+  return cudaSuccess;
+}
+
+/// Dynamic shared memory to launch a grid of `blocks` blocks of `kernel` with (NOTES-skinny round
+/// 16): the block scheduler packs a one-wave grid onto as few SMs as the occupancy allows (2-3
+/// blocks each) and leaves the rest idle, so when `per_sm` (the occupancy at `smem`) exceeds the
+/// ceil(blocks / SMs) the grid needs, the block's shared memory is padded until one more block no
+/// longer fits. Returns `smem` where the cap does not bind or the padding exceeds the opt-in limit.
+/// The kernel's dynamic shared-memory limit is raised to the opt-in maximum once per (kernel,
+/// device), not on every launch.
+template <class Kernel>
+cudaError_t skinny_spread_smem(Kernel kernel, long long blocks, int per_sm, std::size_t smem,
+                               const SkinnyDevice& dev, std::size_t* out) {
+  *out = smem;
+  const long long cap = (blocks + dev.sms - 1) / dev.sms;  // blocks per SM the grid needs
+  if (cap >= per_sm) return cudaSuccess;
+  // cap + 1 blocks must not fit: each takes more than smem_per_sm / (cap + 1) with its reservation
+  // (and its static shared memory, which only adds to it).
+  const long long want = dev.smem_per_sm / (cap + 1) - dev.smem_reserved + 128;
+  if (want <= static_cast<long long>(smem)) return cudaSuccess;
+  // The dynamic limit is what the opt-in maximum leaves beside the kernel's static shared memory.
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, long long> limit;
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), dev.ordinal);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = limit.find(key);
+  if (it == limit.end()) {
+    cudaFuncAttributes fa{};
+    cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
+    const long long max_dynamic = dev.smem_optin - static_cast<long long>(fa.sharedSizeBytes);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(max_dynamic));
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return e;
+    }
+    it = limit.emplace(key, max_dynamic).first;
+  }
+  if (want <= it->second) *out = static_cast<std::size_t>(want);
   return cudaSuccess;
 }
 

@@ -116,18 +116,19 @@ constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages) {
          skinny_detail::mma_epilogue_smem(1, wn, kw, 1);
 }
 
-/// A ring shape: `boxes` x 128 bytes of each row per stage, `stages` stages.
-struct SkinnyMmtShape {
+/// A TMA ring shape (skinny_mmt_* and skinny_wgt_*): `boxes` x 128 bytes of each row per stage,
+/// `stages` stages.
+struct SkinnyRingShape {
   int boxes, stages;
 };
 
 /// The ring shapes built (the one list the launcher, the provider's names and its candidates use):
 /// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
-inline constexpr SkinnyMmtShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
+inline constexpr SkinnyRingShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
 
 /// Index of (boxes, stages) in a list of built ring shapes, -1 when not in it.
 template <std::size_t N>
-constexpr int skinny_shape_index(const SkinnyMmtShape (&shapes)[N], int boxes, int stages) {
+constexpr int skinny_shape_index(const SkinnyRingShape (&shapes)[N], int boxes, int stages) {
   for (std::size_t i = 0; i < N; ++i)
     if (shapes[i].boxes == boxes && shapes[i].stages == stages) return static_cast<int>(i);
   return -1;
@@ -319,22 +320,8 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   std::size_t launch_smem = smem;
-  if (l.spread) {
-    const long long blocks = blocks0 * p.splits;
-    const long long cap = (blocks + dev.sms - 1) / dev.sms;  // blocks per SM the grid needs
-    if (cap < per_sm) {
-      // cap + 1 blocks must not fit: each takes more than smem_per_sm / (cap + 1) with its reservation.
-      const std::size_t want = static_cast<std::size_t>(dev.smem_per_sm / (cap + 1) - dev.smem_reserved + 128);
-      if (want > launch_smem && want <= static_cast<std::size_t>(dev.smem_optin)) {
-        launch_smem = want;
-        if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(launch_smem))) != cudaSuccess) {
-          (void)cudaGetLastError();
-          return e;
-        }
-      }
-    }
-  }
+  if (l.spread && (e = skinny_spread_smem(kernel, blocks0 * p.splits, per_sm, smem, dev, &launch_smem)) != cudaSuccess)
+    return e;
   CUtensorMap tm;
   if ((e = skinny_tensor_map_2d<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_tma::kRows, &tm)) != cudaSuccess)
     return e;
@@ -362,7 +349,7 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
       return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
         return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
-          constexpr SkinnyMmtShape sh = kSkinnyMmtShapes[i.value];
+          constexpr SkinnyRingShape sh = kSkinnyMmtShapes[i.value];
           return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages>(l, dev, stream);
         });
       });

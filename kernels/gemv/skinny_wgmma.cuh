@@ -301,7 +301,7 @@ constexpr std::size_t kSkinnyWgtSmemLimit = 232448;
 
 /// The ring shapes built: 256, 512 or 1024 bytes of each row per stage, 6, 3 or 2 stages (every
 /// one fits at up to 32 tokens; 8 x 2 needs 256 KB at 33-64 and is refused there).
-inline constexpr SkinnyMmtShape kSkinnyWgtShapes[] = {{2, 6}, {4, 3}, {8, 2}};
+inline constexpr SkinnyRingShape kSkinnyWgtShapes[] = {{2, 6}, {4, 3}, {8, 2}};
 
 /// Index of (boxes, stages) in kSkinnyWgtShapes, -1 when not built.
 constexpr int skinny_wgt_shape_index(int boxes, int stages) {
@@ -470,7 +470,7 @@ cudaError_t skinny_wgt_dispatch(int boxes, int stages, const SkinnyLaunch& l, cu
   if (e != cudaSuccess) return e;
   return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
     return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
-      constexpr SkinnyMmtShape sh = kSkinnyWgtShapes[i.value];
+      constexpr SkinnyRingShape sh = kSkinnyWgtShapes[i.value];
       if constexpr (skinny_wgt_smem(wn.value, sh.boxes, sh.stages) > kSkinnyWgtSmemLimit) {
         return cudaErrorNotSupported;  // not instantiated: the ring does not fit at this many tokens
       } else {

@@ -315,7 +315,9 @@ class SkinnySolution final : public Solution<GemmArgs> {
     l.partial_bytes = workspace == nullptr ? 0 : workspace_bytes;
     // The TMA kernel's small rings let the block scheduler pack 2-3 blocks on some SMs and leave
     // others idle; capping blocks per SM at what the grid needs spreads it (NOTES-skinny round 16:
-    // llama3_8b qkv M = 8 23.1 -> 18.1 us, gemma_2b down M = 8 29.7 -> 24.7 in graphs).
+    // llama3_8b qkv M = 8 23.1 -> 18.1 us, gemma_2b down M = 8 29.7 -> 24.7 in graphs). The same cap
+    // on the register-fed kernels and the GEMV gained nothing the tuner lacked and cost mma 12 % on
+    // 2304 x 16384 (round 17), so it stays theirs to ask for (the timeline tool's --spread).
     l.spread = cfg_.family == Family::kMmaTma;
 
     const cudaError_t e =
@@ -443,13 +445,13 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     // Shapes from the timeline sweeps (NOTES round 14): every built ring shape unsplit with 4 and 8
     // consumer warps (each won some row: 8 x 2 llama3_8b qkv at 16 tokens, 8 x 3 llama3_405b_tp8
     // qkv, 16 x 2 gemma_2b down at 16), and 8 x 2 with automatic splits.
-    for (const kern::SkinnyMmtShape& sh : kern::kSkinnyMmtShapes)
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtShapes)
       for (int wk : {4, 8}) out.push_back({Family::kMmaTma, d.dtype, 16, wk, 1, 0, 0, false, sh.boxes, sh.stages});
     out.push_back({Family::kMmaTma, d.dtype, 16, 4, 0, 0, 0, false, 8, 2});
   }
   // Round 16: warpgroup MMA on 64-row tiles, every ring shape unsplit and with automatic splits (each
   // won some 37-100 MB weight; wave-balanced and fixed 2-4 splits won nothing, NOTES round 16).
-  for (const kern::SkinnyMmtShape& sh : kern::kSkinnyWgtShapes) {
+  for (const kern::SkinnyRingShape& sh : kern::kSkinnyWgtShapes) {
     for (int s : {1, 0}) out.push_back({Family::kWgmma, d.dtype, 64, 4, s, 0, 0, false, sh.boxes, sh.stages});
   }
   return out;
@@ -540,7 +542,7 @@ std::vector<std::string> skinny_gemm_variant_names() {
   // Round 14: the TMA-fed kernel, 4 or 8 consumer warps, every built ring shape and split setting.
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
     for (int wk : {4, 8}) {
-      for (const kern::SkinnyMmtShape& sh : kern::kSkinnyMmtShapes) {
+      for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtShapes) {
         for (int s : {0, 1, 2, 4, 8, 16})
           names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, wk, s, 0, 0, false, sh.boxes, sh.stages}.name());
         for (int w : {2, 4})
@@ -550,7 +552,7 @@ std::vector<std::string> skinny_gemm_variant_names() {
   }
   // Round 16: the wgmma kernel, every built ring shape and split setting.
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
-    for (const kern::SkinnyMmtShape& sh : kern::kSkinnyWgtShapes) {
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyWgtShapes) {
       for (int s : {0, 1, 2, 4, 8, 16})
         names.push_back(SkinnyConfig{Family::kWgmma, t, 64, 4, s, 0, 0, false, sh.boxes, sh.stages}.name());
       for (int w : {2, 4})
