@@ -13,6 +13,7 @@
 #include "gemm/cuda/cublaslt.hpp"
 #include "gemm/cpu/cpu_gemm.hpp"
 #include "gemm/cuda/cuda_resources.hpp"
+#include "gemm/cuda/skinny_provider.hpp"
 #include "tunable/gemm.hpp"
 
 namespace tunable {
@@ -98,6 +99,48 @@ void BM_TunedDispatch(benchmark::State& state) {
   state.SetLabel(f.lt0->name());
 }
 
+// One named skinny candidate per family on the fixture's problem (256 x 256 weight, 16 tokens),
+// run directly: what each family's launcher costs on the host per call (the TMA-fed families
+// encode their tensor maps on every call, the others only fill a parameter block).
+const char* const kSkinnyNames[] = {"skinny_gemv_bf16_r1_t256_ks1", "skinny_mma_bf16_bm16_wk8_ks1",
+                                    "skinny_mmap_bf16_bm16_wk8_ks1_wc", "skinny_mmt_bf16_bm16_wk4_ks1_b8s2",
+                                    "skinny_wgt_bf16_bm64_wk4_ks1_b4s3"};
+
+void BM_DirectSkinny(benchmark::State& state) {
+  Fixture& f = fx();
+  const char* name = kSkinnyNames[state.range(0)];
+  GemmDesc d = f.d;
+  d.n = std::string(name).find("_gemv_") != std::string::npos ? 8 : 16;  // the GEMV takes <= 8 tokens
+  const GemmArgs args{d, f.ops()};
+  const auto sol = skinny_gemm_provider()->from_name(name, args);
+  if (sol == nullptr) {
+    state.SkipWithError("unknown name");
+    return;
+  }
+  const Status can = sol->can_implement(args);
+  if (!can.is_ok()) {
+    state.SkipWithError(can.to_string().c_str());
+    return;
+  }
+  const std::size_t wsb = sol->workspace_bytes(args);
+  void* ws = nullptr;
+  if (wsb > 0 && !f.res->workspace(f.s, wsb, &ws).is_ok()) state.SkipWithError("workspace");
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) {
+      const Status st = sol->run(args, ws, wsb, reinterpret_cast<Stream>(f.s));
+      if (!st.is_ok()) {
+        state.SkipWithError(st.to_string().c_str());
+        break;
+      }
+    }
+    state.PauseTiming();
+    cudaStreamSynchronize(f.s);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetLabel(name);
+}
+
 // The same comparison without a GPU: a 4x4x4 fp32 GEMM through the CPU Default (OpenBLAS) called
 // directly, and through tunable::gemm with a stored result naming it. The difference is what the
 // runtime's layers (validation, op and result lookup, can_implement, workspace) cost per call on
@@ -132,6 +175,7 @@ void BM_CpuTunedDispatch(benchmark::State& state) {
 
 BENCHMARK(BM_DirectCublasLt)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_TunedDispatch)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_DirectSkinny)->DenseRange(0, 4)->UseRealTime()->MinTime(0.5);
 BENCHMARK(BM_CpuDirectDefault)->MinTime(0.5);
 BENCHMARK(BM_CpuTunedDispatch)->MinTime(0.5);
 
