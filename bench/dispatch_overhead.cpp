@@ -74,7 +74,11 @@ void BM_DirectCublasLt(benchmark::State& state) {
   const std::size_t wsb = f.lt0->workspace_bytes(args);
   for (auto _ : state) {
     for (int i = 0; i < kBatch; ++i)
-      if (!f.lt0->run(args, f.ws, wsb, reinterpret_cast<Stream>(f.s)).is_ok()) state.SkipWithError("run");
+      if (!f.lt0->run(args, f.ws, wsb, reinterpret_cast<Stream>(f.s)).is_ok()) {
+        // Leave the timed loop at once: pausing the timer after an error aborts the benchmark.
+        state.SkipWithError("run");
+        return;
+      }
     state.PauseTiming();
     cudaStreamSynchronize(f.s);
     state.ResumeTiming();
@@ -84,13 +88,21 @@ void BM_DirectCublasLt(benchmark::State& state) {
 
 void BM_TunedDispatch(benchmark::State& state) {
   Fixture& f = fx();
-  if (!gemm(*f.ctx, f.d, f.ops(), reinterpret_cast<Stream>(f.s)).is_ok()) state.SkipWithError("first call");
+  if (!gemm(*f.ctx, f.d, f.ops(), reinterpret_cast<Stream>(f.s)).is_ok()) {
+    state.SkipWithError("first call");
+    return;
+  }
   // Google Benchmark calls this function more than once: every call so far must have been a hit.
-  if (f.ctx->stats().hits == 0 || f.ctx->stats().fallbacks != 0 || f.ctx->stats().tuned != 0)
+  if (f.ctx->stats().hits == 0 || f.ctx->stats().fallbacks != 0 || f.ctx->stats().tuned != 0) {
     state.SkipWithError("stored result not used");
+    return;
+  }
   for (auto _ : state) {
     for (int i = 0; i < kBatch; ++i)
-      if (!gemm(*f.ctx, f.d, f.ops(), reinterpret_cast<Stream>(f.s)).is_ok()) state.SkipWithError("gemm");
+      if (!gemm(*f.ctx, f.d, f.ops(), reinterpret_cast<Stream>(f.s)).is_ok()) {
+        state.SkipWithError("gemm");
+        return;
+      }
     state.PauseTiming();
     cudaStreamSynchronize(f.s);
     state.ResumeTiming();
@@ -124,13 +136,16 @@ void BM_DirectSkinny(benchmark::State& state) {
   }
   const std::size_t wsb = sol->workspace_bytes(args);
   void* ws = nullptr;
-  if (wsb > 0 && !f.res->workspace(f.s, wsb, &ws).is_ok()) state.SkipWithError("workspace");
+  if (wsb > 0 && !f.res->workspace(f.s, wsb, &ws).is_ok()) {
+    state.SkipWithError("workspace");
+    return;
+  }
   for (auto _ : state) {
     for (int i = 0; i < kBatch; ++i) {
       const Status st = sol->run(args, ws, wsb, reinterpret_cast<Stream>(f.s));
       if (!st.is_ok()) {
         state.SkipWithError(st.to_string().c_str());
-        break;
+        return;
       }
     }
     state.PauseTiming();

@@ -525,8 +525,8 @@ cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, i
 /// blocks each) and leaves the rest idle, so when `per_sm` (the occupancy at `smem`) exceeds the
 /// ceil(blocks / SMs) the grid needs, the block's shared memory is padded until one more block no
 /// longer fits. Returns `smem` where the cap does not bind or the padding exceeds the opt-in limit.
-/// The kernel's dynamic shared-memory limit is raised to the opt-in maximum once per (kernel,
-/// device), not on every launch.
+/// The kernel's dynamic shared-memory limit is raised once per (kernel, device), not on every
+/// launch, to what the opt-in maximum leaves beside the kernel's static shared memory.
 template <class Kernel>
 cudaError_t skinny_spread_smem(Kernel kernel, long long blocks, int per_sm, std::size_t smem,
                                const SkinnyDevice& dev, std::size_t* out) {

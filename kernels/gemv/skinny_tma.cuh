@@ -96,6 +96,51 @@ __device__ __forceinline__ void tma_load_box(void* dst, const CUtensorMap* tm, i
 #endif
 }
 
+// ---- the stage ring shared by the TMA-fed kernels (mmt, wgt) ----------------------------------
+
+/// The ring's start in dynamic shared memory: 1024-byte aligned by hand (the 128-byte swizzle
+/// repeats every 1024 bytes; the launchers reserve the extra 1024 bytes).
+__device__ __forceinline__ unsigned char* ring_base(unsigned char* smem_raw) {
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
+                                          ~static_cast<std::uintptr_t>(1023));
+}
+
+__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* tm) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(tm)) : "memory");
+#else
+  (void)tm;
+#endif
+}
+
+/// One thread: each slot's full barrier completes on the producer's arrival plus its transaction
+/// bytes, its empty barrier on `consumers` arrivals; then the tensor maps are prefetched.
+template <int S, class... Maps>
+__device__ __forceinline__ void ring_init(std::uint64_t (&full)[S], std::uint64_t (&empty)[S], unsigned consumers,
+                                          const Maps*... maps) {
+  for (int i = 0; i < S; ++i) {
+    mbar_init(&full[i], 1);
+    mbar_init(&empty[i], consumers);
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+  (prefetch_tensormap(maps), ...);
+}
+
+/// The producer lane: fills `stages` stages through the S-slot ring, refilling a slot once its
+/// consumers released it; issue(dst, s, bar) starts stage s's loads into dst, completing on bar.
+template <int S, class Issue>
+__device__ __forceinline__ void ring_produce(int stages, std::uint64_t (&full)[S], std::uint64_t (&empty)[S],
+                                             unsigned char* ring, unsigned stage_bytes, Issue&& issue) {
+  for (int s = 0; s < stages; ++s) {
+    const int slot = s % S;
+    if (s >= S) mbar_wait(&empty[slot], ((s / S) & 1) ^ 1);
+    mbar_expect_tx(&full[slot], stage_bytes);
+    issue(ring + slot * stage_bytes, s, &full[slot]);
+  }
+}
+
 /// 16 bytes of row r, 16-byte chunk c of a 16 x 128-byte box stored with the 128-byte swizzle
 /// (chunk c of row r sits at chunk c ^ (r % 8); the box is 1024-byte aligned). A quarter warp
 /// (lanes g in {2j, 2j + 1}, t in 0..3) reads chunks 2t + h of rows g: rows 2j and 2j + 1 land on
@@ -163,20 +208,10 @@ __global__ void __launch_bounds__((KW + 1) * 32)
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
   const int stages = (ke - kb + kStageElems - 1) / kStageElems;
-  unsigned char* ring = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~static_cast<std::uintptr_t>(1023));
+  unsigned char* ring = ring_base(smem_raw);
   float* red = reinterpret_cast<float*>(ring + kStages * kStageBytes);
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], KW);
-    }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(&tm)) : "memory");
-#endif
-  }
+  if (threadIdx.x == 0) ring_init(full, empty, KW, &tm);
   skinny_prologue(p, row0, kRows, kb, ke, Tr::kBytes);
   __syncthreads();  // barriers initialised
 
@@ -190,15 +225,11 @@ __global__ void __launch_bounds__((KW + 1) * 32)
   if (warp == KW) {
     // Producer: one lane keeps the ring full; a slot is refilled once all KW consumers released it.
     if (lane == 0) {
-      for (int s = 0; s < stages; ++s) {
-        const int slot = s % kStages;
-        if (s >= kStages) mbar_wait(&empty[slot], ((s / kStages) & 1) ^ 1);
-        mbar_expect_tx(&full[slot], kStageBytes);
-        unsigned char* dst = ring + slot * kStageBytes;
+      ring_produce(stages, full, empty, ring, kStageBytes, [&](unsigned char* dst, int s, std::uint64_t* bar) {
 #pragma unroll
         for (int b = 0; b < Boxes; ++b)
-          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, kb + s * kStageElems + b * kBoxElems, row0, &full[slot]);
-      }
+          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, kb + s * kStageElems + b * kBoxElems, row0, bar);
+      });
     }
   } else {
     const unsigned char* xrow[WN];

@@ -317,9 +317,10 @@ __global__ void __launch_bounds__(skinny_wg::kThreads)
   using namespace skinny_detail;
   using namespace skinny_wg;
   using skinny_tma::mbar_arrive;
-  using skinny_tma::mbar_expect_tx;
-  using skinny_tma::mbar_init;
   using skinny_tma::mbar_wait;
+  using skinny_tma::ring_base;
+  using skinny_tma::ring_init;
+  using skinny_tma::ring_produce;
   using skinny_tma::tma_load_box;
   constexpr int kTok = 8 * WN;
   constexpr int kWBox = kRows * kBoxBytes, kXBox = kTok * kBoxBytes;
@@ -336,38 +337,23 @@ __global__ void __launch_bounds__(skinny_wg::kThreads)
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
   const int stages = (ke - kb + kStageElems - 1) / kStageElems;
-  unsigned char* ring = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~static_cast<std::uintptr_t>(1023));
+  unsigned char* ring = ring_base(smem_raw);
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < Stages; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], 4);
-    }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(&tmw)) : "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(&tmx)) : "memory");
-#endif
-  }
+  if (threadIdx.x == 0) ring_init(full, empty, 4, &tmw, &tmx);
   skinny_prologue(p, row0, kRows, kb, ke, Tr::kBytes);
   __syncthreads();  // barriers initialised
 
   if (warp == 4) {
     // Producer: one lane keeps the ring full; a slot is refilled once the 4 consumer warps released it.
     if (lane == 0) {
-      for (int s = 0; s < stages; ++s) {
-        const int slot = s % Stages;
-        if (s >= Stages) mbar_wait(&empty[slot], ((s / Stages) & 1) ^ 1);
-        mbar_expect_tx(&full[slot], kStageBytes);
-        unsigned char* dst = ring + slot * kStageBytes;
+      ring_produce(stages, full, empty, ring, kStageBytes, [&](unsigned char* dst, int s, std::uint64_t* bar) {
 #pragma unroll
         for (int b = 0; b < Boxes; ++b) {
           const int k = kb + s * kStageElems + b * kBoxElems;
-          tma_load_box(dst + b * kWBox, &tmw, k, row0, &full[slot]);
-          tma_load_box(dst + Boxes * kWBox + b * kXBox, &tmx, k, 0, &full[slot]);
+          tma_load_box(dst + b * kWBox, &tmw, k, row0, bar);
+          tma_load_box(dst + Boxes * kWBox + b * kXBox, &tmx, k, 0, bar);
         }
-      }
+      });
     }
   } else {
     float acc[kFrag], box[kFrag];
