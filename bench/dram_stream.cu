@@ -30,6 +30,23 @@ constexpr int kThreads = 256;
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread and row
 constexpr unsigned kNever = 0x12345678u;
 
+// The loads' values are XOR-folded so the compiler keeps every load.
+__device__ __forceinline__ void fold(uint4& acc, const uint4 (&v)[kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    acc.x ^= v[u].x;
+    acc.y ^= v[u].y;
+    acc.z ^= v[u].z;
+    acc.w ^= v[u].w;
+  }
+}
+
+// Kept live without writing: `never` is a value the folds cannot take (the pool is filled with
+// 0x5a bytes, whose XOR over any count of 16-byte vectors has every byte 0x00 or 0x5a).
+__device__ __forceinline__ void keep_live(const uint4& acc, unsigned never, uint4* sink) {
+  if (acc.x == never) sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+}
+
 struct Part {
   int rows_per_block;  // rows a block streams together (along K in lock-step)
   int ksplit;          // K splits per row tile
@@ -72,18 +89,10 @@ __global__ void __launch_bounds__(kThreads) stream_tiles(const uint4* __restrict
         const int kk = kb + u * 32 + lane;
         v[u] = kk < k1 ? __ldg(row + kk) : make_uint4(0, 0, 0, 0);
       }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        acc.x ^= v[u].x;
-        acc.y ^= v[u].y;
-        acc.z ^= v[u].z;
-        acc.w ^= v[u].w;
-      }
+      fold(acc, v);
     }
   }
-  // Kept live without writing: `never` is a value the sums cannot take (the pool is filled with 0x5a
-  // bytes, whose XOR over any count of 16-byte vectors has every byte 0x00 or 0x5a).
-  if (acc.x == never) sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+  keep_live(acc, never, sink);
 }
 
 // The same bytes as one contiguous stream, grid-stride, the same loads in flight per thread.
@@ -98,17 +107,9 @@ __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict_
       const long j = i + (long)u * kThreads;
       v[u] = j < nvec ? __ldg(w + j) : make_uint4(0, 0, 0, 0);
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      acc.x ^= v[u].x;
-      acc.y ^= v[u].y;
-      acc.z ^= v[u].z;
-      acc.w ^= v[u].w;
-    }
+    fold(acc, v);
   }
-  // Kept live without writing: `never` is a value the sums cannot take (the pool is filled with 0x5a
-  // bytes, whose XOR over any count of 16-byte vectors has every byte 0x00 or 0x5a).
-  if (acc.x == never) sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+  keep_live(acc, never, sink);
 }
 
 template <class Launch>
