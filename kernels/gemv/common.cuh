@@ -57,11 +57,11 @@ struct SkinnyLaunch {
   int waves = 0;       ///< with splits == 0: > 0 picks splits for >= that many balanced waves
   int cluster = 0;     ///< mmap only: > 1 splits K over a cluster of that many blocks (sm_90)
   std::size_t partial_bytes = 0;  ///< capacity of p.partial; a plan needing more is refused
-  /// GEMV, mma, mmap and mmt: cap blocks per SM at ceil(blocks / SMs) by padding the block's
-  /// shared memory (skinny_spread_smem), so a one-wave grid uses every SM instead of packing onto
-  /// fewer. Ignored by cluster launches (the cluster scheduler places those) and by wgt. The
-  /// provider sets it for mmt only: on the register-fed kernels it gained nothing the tuner did
-  /// not already have and lost 12 % on 405b qkv (NOTES-skinny round 17).
+  /// Cap blocks per SM at ceil(blocks / SMs) by padding the block's shared memory
+  /// (skinny_spread_smem), so a one-wave grid uses every SM instead of packing onto fewer. Ignored
+  /// by cluster launches (the cluster scheduler places those). The provider sets it for mmt only:
+  /// on the register-fed kernels it gained nothing the tuner did not already have and lost 12 % on
+  /// 405b qkv (NOTES-skinny round 17); on wgt it is not measured.
   bool spread = false;
 };
 

@@ -333,6 +333,35 @@ cudaError_t skinny_tensor_map_2d(const void* base, int cols, int rows, long long
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+/// The launch the TMA-fed kernels (mmt, wgt) share: ceil(m / block_rows) row blocks x the planned
+/// K splits, the occupancy cap when l.spread asks for it, PDL, the kernel's parameters followed by
+/// its tensor maps, and the split-K reduction after it.
+template <class Kernel, class... Maps>
+cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, int block_rows, int granule,
+                              const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream,
+                              const Maps&... maps) {
+  SkinnyParams p = l.p;
+  const long long blocks0 = (static_cast<long long>(p.m) + block_rows - 1) / block_rows;
+  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
+  int per_sm = 0;
+  cudaError_t e = skinny_blocks_per_sm(kernel, threads, smem, dev.ordinal, &per_sm);
+  if (e != cudaSuccess) return e;
+  const SkinnySplit sp = skinny_plan(l, p.k, granule, blocks0, static_cast<long long>(per_sm) * dev.sms);
+  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
+  p.acc_scale = 1.f;
+  std::size_t launch_smem = smem;
+  if (l.spread && (e = skinny_spread_smem(kernel, blocks0 * p.splits, per_sm, smem, dev, &launch_smem)) != cudaSuccess)
+    return e;
+  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
+                       dim3(static_cast<unsigned>(threads)), launch_smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p,
+                       maps...);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
+    return e;
+  }
+  return skinny_finish(p, dev, stream);
+}
+
 template <class Tr, int WN, int KW, int Boxes, int Stages>
 cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
   // TMA, mbarrier transactions and griddepcontrol: sm_90 device and code.
@@ -340,29 +369,11 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages>;
   constexpr int kThreads = (KW + 1) * 32;
   constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages);
-  SkinnyParams p = l.p;
-  const long long blocks0 = (static_cast<long long>(p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows;
-  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
-  int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm);
-  if (e != cudaSuccess) return e;
-  const SkinnySplit sp = skinny_plan(l, p.k, skinny_mmt_granule(Tr::kVec, Boxes), blocks0,
-                                     static_cast<long long>(per_sm) * dev.sms);
-  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
-  p.acc_scale = 1.f;
-  std::size_t launch_smem = smem;
-  if (l.spread && (e = skinny_spread_smem(kernel, blocks0 * p.splits, per_sm, smem, dev, &launch_smem)) != cudaSuccess)
-    return e;
   CUtensorMap tm;
-  if ((e = skinny_tensor_map_2d<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_tma::kRows, &tm)) != cudaSuccess)
-    return e;
-  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
-                       dim3(kThreads), launch_smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tm);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
-    return e;
-  }
-  return skinny_finish(p, dev, stream);
+  const cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
+  if (e != cudaSuccess) return e;
+  return skinny_tma_launch(kernel, kThreads, smem, skinny_tma::kRows, skinny_mmt_granule(Tr::kVec, Boxes), l, dev,
+                           stream, tm);
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of

@@ -83,198 +83,69 @@ using skinny_detail::Bf16Traits;
 using skinny_detail::E4M3Traits;
 using skinny_detail::F16Traits;
 
-template <>
-struct Wgmma<Bf16Traits, 8> {
-  __device__ __forceinline__ static void run(float (&d)[4], std::uint64_t a, std::uint64_t b, int accumulate) {
+// One wgmma.mma_async per (input type, N). The PTX differs only in its shape / type suffix, the
+// trailing scale operands (16-bit inputs take two transpose flags, e4m3 none) and the number of
+// fp32 accumulators (N / 2 per thread), so one macro writes each specialization: R accumulators
+// "+f"(d[0..R-1]) are operands %0..%R-1, then a, b and the accumulate flag.
+#define TUNABLE_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define TUNABLE_WG_F8(i) TUNABLE_WG_F4(i), TUNABLE_WG_F4(i + 4)
+#define TUNABLE_WG_F16(i) TUNABLE_WG_F8(i), TUNABLE_WG_F8(i + 8)
+#define TUNABLE_WG_F32(i) TUNABLE_WG_F16(i), TUNABLE_WG_F16(i + 16)
+#define TUNABLE_WG_OPS4 "{%0, %1, %2, %3}, %4, %5"
+#define TUNABLE_WG_OPS8 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9"
+#define TUNABLE_WG_OPS16 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17"
+#define TUNABLE_WG_OPS32                                                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33"
+#define TUNABLE_WG_ACC4 "%6"
+#define TUNABLE_WG_ACC8 "%10"
+#define TUNABLE_WG_ACC16 "%18"
+#define TUNABLE_WG_ACC32 "%34"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
+#define TUNABLE_WG_RUN(R, ptx) \
+  asm volatile(ptx : TUNABLE_WG_F##R(0) : "l"(a), "l"(b), "r"(accumulate) : "memory")
 #else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
+#define TUNABLE_WG_RUN(R, ptx) ((void)d, (void)a, (void)b, (void)accumulate, __trap())
 #endif
-  }
-};
-template <>
-struct Wgmma<Bf16Traits, 16> {
-  __device__ __forceinline__ static void run(float (&d)[8], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<Bf16Traits, 32> {
-  __device__ __forceinline__ static void run(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<Bf16Traits, 64> {
-  __device__ __forceinline__ static void run(float (&d)[32], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<F16Traits, 8> {
-  __device__ __forceinline__ static void run(float (&d)[4], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<F16Traits, 16> {
-  __device__ __forceinline__ static void run(float (&d)[8], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<F16Traits, 32> {
-  __device__ __forceinline__ static void run(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<F16Traits, 64> {
-  __device__ __forceinline__ static void run(float (&d)[32], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<E4M3Traits, 8> {
-  __device__ __forceinline__ static void run(float (&d)[4], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<E4M3Traits, 16> {
-  __device__ __forceinline__ static void run(float (&d)[8], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<E4M3Traits, 32> {
-  __device__ __forceinline__ static void run(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
-template <>
-struct Wgmma<E4M3Traits, 64> {
-  __device__ __forceinline__ static void run(float (&d)[32], std::uint64_t a, std::uint64_t b, int accumulate) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
-#else
-    (void)d, (void)a, (void)b, (void)accumulate;
-    __trap();
-#endif
-  }
-};
+#define TUNABLE_WGMMA(Traits, N, R, suffix, scale)                                                        \
+  template <>                                                                                            \
+  struct Wgmma<Traits, N> {                                                                              \
+    __device__ __forceinline__ static void run(float (&d)[R], std::uint64_t a, std::uint64_t b,          \
+                                               int accumulate) {                                         \
+      TUNABLE_WG_RUN(R, "{\n .reg .pred p;\n setp.ne.b32 p, " TUNABLE_WG_ACC##R                         \
+                        ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N suffix " " TUNABLE_WG_OPS##R      \
+                        ", p, 1, 1" scale ";\n}\n");                                                     \
+    }                                                                                                    \
+  };
+
+TUNABLE_WGMMA(Bf16Traits, 8, 4, "k16.f32.bf16.bf16", ", 0, 0")
+TUNABLE_WGMMA(Bf16Traits, 16, 8, "k16.f32.bf16.bf16", ", 0, 0")
+TUNABLE_WGMMA(Bf16Traits, 32, 16, "k16.f32.bf16.bf16", ", 0, 0")
+TUNABLE_WGMMA(Bf16Traits, 64, 32, "k16.f32.bf16.bf16", ", 0, 0")
+TUNABLE_WGMMA(F16Traits, 8, 4, "k16.f32.f16.f16", ", 0, 0")
+TUNABLE_WGMMA(F16Traits, 16, 8, "k16.f32.f16.f16", ", 0, 0")
+TUNABLE_WGMMA(F16Traits, 32, 16, "k16.f32.f16.f16", ", 0, 0")
+TUNABLE_WGMMA(F16Traits, 64, 32, "k16.f32.f16.f16", ", 0, 0")
+TUNABLE_WGMMA(E4M3Traits, 8, 4, "k32.f32.e4m3.e4m3", "")
+TUNABLE_WGMMA(E4M3Traits, 16, 8, "k32.f32.e4m3.e4m3", "")
+TUNABLE_WGMMA(E4M3Traits, 32, 16, "k32.f32.e4m3.e4m3", "")
+TUNABLE_WGMMA(E4M3Traits, 64, 32, "k32.f32.e4m3.e4m3", "")
+
+#undef TUNABLE_WGMMA
+#undef TUNABLE_WG_RUN
+#undef TUNABLE_WG_ACC32
+#undef TUNABLE_WG_ACC16
+#undef TUNABLE_WG_ACC8
+#undef TUNABLE_WG_ACC4
+#undef TUNABLE_WG_OPS32
+#undef TUNABLE_WG_OPS16
+#undef TUNABLE_WG_OPS8
+#undef TUNABLE_WG_OPS4
+#undef TUNABLE_WG_F32
+#undef TUNABLE_WG_F16
+#undef TUNABLE_WG_F8
+#undef TUNABLE_WG_F4
 
 /// 1 where this translation unit's loaded device code has wgmma (built for sm_90a), read back by
 /// the launcher: a build for plain sm_90 or an older target traps in the kernel, so it is refused.
@@ -421,26 +292,12 @@ cudaError_t skinny_wgt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   const auto kernel = skinny_wgt_kernel<Tr, WN, Boxes, Stages>;
   constexpr std::size_t smem = skinny_wgt_smem(WN, Boxes, Stages);
   if (smem > kSkinnyWgtSmemLimit) return cudaErrorNotSupported;
-  SkinnyParams p = l.p;
-  const long long blocks0 = (static_cast<long long>(p.m) + skinny_wg::kRows - 1) / skinny_wg::kRows;
-  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
-  int per_sm = 0;
-  if ((e = skinny_blocks_per_sm(kernel, skinny_wg::kThreads, smem, dev.ordinal, &per_sm)) != cudaSuccess) return e;
-  const SkinnySplit sp = skinny_plan(l, p.k, skinny_wgt_granule(Tr::kVec, Boxes), blocks0,
-                                     static_cast<long long>(per_sm) * dev.sms);
-  if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
-  p.acc_scale = 1.f;
   CUtensorMap tmw, tmx;
-  if ((e = skinny_tensor_map_2d<Tr>(p.w, p.k, p.m, p.lda * Tr::kBytes, skinny_wg::kRows, &tmw)) != cudaSuccess ||
-      (e = skinny_tensor_map_2d<Tr>(p.x, p.k, p.n, p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
+  if ((e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_wg::kRows, &tmw)) != cudaSuccess ||
+      (e = skinny_tensor_map_2d<Tr>(l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
     return e;
-  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
-                       dim3(skinny_wg::kThreads), smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p, tmw, tmx);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
-    return e;
-  }
-  return skinny_finish(p, dev, stream);
+  return skinny_tma_launch(kernel, skinny_wg::kThreads, smem, skinny_wg::kRows, skinny_wgt_granule(Tr::kVec, Boxes),
+                           l, dev, stream, tmw, tmx);
 }
 
 /// Runs the wgmma kernel on `stream` for input traits Tr: a shape of kSkinnyWgtShapes, l.p.n <= 64,
