@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
-  bool graph = false, spread = false;
+  bool graph = false, spread = false, x_alias = false, pair = false;
   app.add_option("--n", n, "weight rows (N of F.linear)");
   app.add_option("--k", k, "reduction length");
   app.add_option("--m", m, "tokens");
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   app.add_option("--rows", rows, "gemv: rows per warp; mma/mmap: block rows; mmt: always 16");
   app.add_option("--warps", warps, "gemv: warps per block; mma/mmap/mmt: K warps");
   app.add_option("--boxes", boxes, "mmt: 128-byte boxes of each row per stage (8 or 16)");
-  app.add_option("--stages", stages, "mmt: stages in the ring (8 boxes: 2 or 3; 16 boxes: 2)");
+  app.add_option("--stages", stages, "mmt: stages in the ring (8 boxes: 2 or 3; 16 boxes: 2; --pair: 8 boxes, 3 or 4)");
   app.add_option("--calls", calls, "back-to-back calls traced");
   app.add_option("--rotate-mb", rotate_mb, "weight copies rotated through (MB)");
   app.add_option("--carveout", carveout,
@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(-1, 100));
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
   app.add_flag("--spread", spread, "cap blocks per SM at ceil(blocks / SMs) (SkinnyLaunch::spread)");
+  app.add_flag("--pair", pair, "mmt: the paired grid (one block per SM, the first tiles - SMs on two tiles; 8 warps)");
+  app.add_flag("--x-alias", x_alias,
+               "every token reads x's first row (ldb = 0): the same weight stream with ~1/8 of the activation "
+               "traffic from L2, to measure what that traffic costs (not a real GEMM; checked against mmap on the "
+               "same aliased x)");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);
 
@@ -118,7 +123,7 @@ int main(int argc, char** argv) {
     l.p.x = x;
     l.p.y = out;
     l.p.lda = k;
-    l.p.ldb = k;
+    l.p.ldb = x_alias ? 0 : k;
     l.p.ldc = n;
     l.p.m = n;
     l.p.n = m;
@@ -134,7 +139,7 @@ int main(int argc, char** argv) {
                           : kind == "mma" || kind == "mmawc"
                               ? skinny_mma(SkinnyIn::kBF16, rows, warps, kind == "mmawc", l, s)
                           : kind == "ref"  ? skinny_mmap(SkinnyIn::kBF16, 16, 8, false, l, s)
-                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s)
+                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s, pair)
                                            : skinny_mmap(SkinnyIn::kBF16, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };
@@ -299,11 +304,11 @@ int main(int argc, char** argv) {
   check(tunable::measure_copy_bandwidth(s, &bw), "copy bandwidth");
   const double floor_us = (wbytes + size_t(m) * k * 2 + size_t(m) * n * 2) / bw * 1e6;
   std::printf(
-      "%s bm/rpw %d warps %d  n %d k %d m %d  %s: %.2f us/call by events (%d calls, %zu traced, %zu blocks/call)\n"
+      "%s%s bm/rpw %d warps %d  n %d k %d m %d  %s%s: %.2f us/call by events (%d calls, %zu traced, %zu blocks/call)\n"
       "  timer step %llu ns; medians over steady calls (ns): period %.0f | release after predecessor %.0f | "
       "wait spread %.0f | release->median exit %.0f | median->last exit (tail) %.0f | block busy %.0f | "
       "blocks resident before predecessor ended %.0f | floor at %.2f TB/s %.0f\n",
-      kernel.c_str(), rows, warps, n, k, m, graph ? "graph" : "stream", ms * 1e3 / calls, calls, call.size(),
+      kernel.c_str(), pair ? " pair" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
       call.empty() ? size_t(0) : call[call.size() / 2].size(), tick, median(period), median(release),
       median(wait_spread), median(stream_med), median(tail), median(busy), median(early), bw / 1e12,
       floor_us * 1e3);
@@ -313,7 +318,7 @@ int main(int argc, char** argv) {
       median(sm_p10), median(sm_p50), median(sm_p90), median(sm_last), median(sms_used), median(sm_two));
   if (!out.empty()) {
     std::ofstream(out) << nlohmann::json{{"kernel", kernel}, {"rows", rows}, {"warps", warps}, {"n", n},
-                                         {"k", k}, {"m", m}, {"graph", graph}, {"us_per_call", ms * 1e3 / calls},
+                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"us_per_call", ms * 1e3 / calls},
                                          {"timer_step_ns", tick}, {"copy_bytes_per_s", bw},
                                          {"calls", js}}
                               .dump(1);

@@ -43,6 +43,7 @@ struct SkinnyParams {
   int m = 0, n = 0, k = 0;        ///< weight rows, tokens (1..64), reduction length
   int kc = 0;                     ///< K elements per split, a multiple of the kernel's granule
   int splits = 1;                 ///< K splits (gridDim.y); 1 writes y directly
+  int pairs = 0;                  ///< paired mmt only: leading blocks that take two 16-row tiles
   float alpha = 1.f, beta = 0.f;  ///< beta == 0: y is never read (it may hold NaN)
   float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^16)
   SkinnyOut out = SkinnyOut::kBF16;

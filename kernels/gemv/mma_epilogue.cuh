@@ -24,10 +24,11 @@ namespace skinny_detail {
 /// mma_epilogue_smem bytes) and are added in warp order;
 /// CS == 1 emits the block's sums (y, or split blockIdx.y's partial), CS > 1 adds the CS blocks of
 /// the (1, CS, 1) cluster over distributed shared memory in rank order and rank 0 writes y. Fixed
-/// order throughout, so deterministic.
+/// order throughout, so deterministic. Only the block's first `rows` rows are written (the paired
+/// TMA kernel's single-tile blocks hold 16 rows of a 32-row buffer).
 template <int WM, int WN, int KW, int CS>
 __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const float (&acc)[WM][WN][4],
-                                                   float* red, int row0) {
+                                                   float* red, int row0, int rows = 16 * WM) {
   constexpr int kBM = 16 * WM, kTok = 8 * WN;
   constexpr int kSB = kBM + 4;  // padded row of the reduction buffer: conflict-free stores
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -55,7 +56,7 @@ __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const 
   if constexpr (CS == 1) {
     for (int o = threadIdx.x; mma_warp && o < kBM * ntok; o += KW * 32) {
       const int r = o % kBM, j = o / kBM, row = row0 + r;
-      if (row >= p.m) continue;
+      if (row >= p.m || r >= rows) continue;
       float s = 0.f;
 #pragma unroll
       for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];

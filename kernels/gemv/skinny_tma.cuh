@@ -128,16 +128,18 @@ __device__ __forceinline__ void ring_init(std::uint64_t (&full)[S], std::uint64_
   (prefetch_tensormap(maps), ...);
 }
 
-/// The producer lane: fills `stages` stages through the S-slot ring, refilling a slot once its
-/// consumers released it; issue(dst, s, bar) starts stage s's loads into dst, completing on bar.
+/// The producer lane: fills `stages` stages through the S-slot ring (slots `slot_bytes` apart, each
+/// stage delivering `tx_bytes`), refilling a slot once its consumers released it; issue(dst, s, bar)
+/// starts stage s's loads into dst, completing on bar.
 template <int S, class Issue>
 __device__ __forceinline__ void ring_produce(int stages, std::uint64_t (&full)[S], std::uint64_t (&empty)[S],
-                                             unsigned char* ring, unsigned stage_bytes, Issue&& issue) {
+                                             unsigned char* ring, unsigned slot_bytes, unsigned tx_bytes,
+                                             Issue&& issue) {
   for (int s = 0; s < stages; ++s) {
     const int slot = s % S;
     if (s >= S) mbar_wait(&empty[slot], ((s / S) & 1) ^ 1);
-    mbar_expect_tx(&full[slot], stage_bytes);
-    issue(ring + slot * stage_bytes, s, &full[slot]);
+    mbar_expect_tx(&full[slot], tx_bytes);
+    issue(ring + slot * slot_bytes, s, &full[slot]);
   }
 }
 
@@ -155,10 +157,27 @@ __device__ __forceinline__ uint4 lds_swizzled(const unsigned char* box, int r, i
 /// K elements of one stage of `boxes` boxes: the split granule of the TMA kernel.
 constexpr int skinny_mmt_granule(int vec, int boxes) { return boxes * skinny_tma::kBoxBytes / 16 * vec; }
 
-/// Dynamic shared memory: stage ring (1024-byte aligned by hand) and the epilogue's buffer.
-constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages) {
-  return 1024 + static_cast<std::size_t>(stages) * skinny_tma::stage_bytes(boxes) +
-         skinny_detail::mma_epilogue_smem(1, wn, kw, 1);
+/// Dynamic shared memory: stage ring (1024-byte aligned by hand) and the epilogue's buffer, for
+/// blocks of up to `tiles` 16-row tiles.
+constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int tiles = 1) {
+  return 1024 + static_cast<std::size_t>(stages) * skinny_tma::stage_bytes(boxes) * tiles +
+         skinny_detail::mma_epilogue_smem(tiles, wn, kw, 1);
+}
+
+/// Grid of the paired TMA kernel for `tiles` 16-row tiles on `sms` SMs: one tile per block while
+/// they fit one per SM; up to 2 x SMs tiles, one block per SM with the first tiles - SMs blocks taking
+/// two; beyond that every block two (the last one alone when the count is odd). Round 18: with 144
+/// tiles on 132 SMs the block scheduler put two one-tile blocks on each of 61-109 SMs and left the
+/// rest idle, placement-dependent from call to call; one block per SM with 12 pairs cannot pack.
+struct SkinnyPairGrid {
+  long long blocks = 0;  ///< gridDim.x
+  int pairs = 0;         ///< leading blocks with two tiles
+};
+inline SkinnyPairGrid skinny_mmt_pair_grid(long long tiles, int sms) {
+  SkinnyPairGrid r;
+  r.blocks = tiles <= sms ? tiles : tiles <= 2LL * sms ? sms : (tiles + 1) / 2;
+  r.pairs = static_cast<int>(tiles - r.blocks);
+  return r;
 }
 
 /// A TMA ring shape (skinny_mmt_* and skinny_wgt_*): `boxes` x 128 bytes of each row per stage,
@@ -170,6 +189,10 @@ struct SkinnyRingShape {
 /// The ring shapes built (the one list the launcher, the provider's names and its candidates use):
 /// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
 inline constexpr SkinnyRingShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
+/// The paired kernel's shapes (8 consumer warps only: 4 lost on 2304 x 16384 in every unpaired run):
+/// 1 KB of each row per stage x 3 or 4 (round 18: x 2 left the two-tile blocks 2 us behind).
+inline constexpr SkinnyRingShape kSkinnyMmtPairShapes[] = {{8, 3}, {8, 4}};
+constexpr int kSkinnyMmtPairWarps = 8;
 
 /// Index of (boxes, stages) in a list of built ring shapes, -1 when not in it.
 template <std::size_t N>
@@ -179,20 +202,25 @@ constexpr int skinny_shape_index(const SkinnyRingShape (&shapes)[N], int boxes, 
   return -1;
 }
 
-/// Index of (boxes, stages) in kSkinnyMmtShapes, -1 when not built.
-constexpr int skinny_mmt_shape_index(int boxes, int stages) {
-  return skinny_shape_index(kSkinnyMmtShapes, boxes, stages);
+/// Index of (boxes, stages) in kSkinnyMmtShapes (kSkinnyMmtPairShapes when pair), -1 when not built.
+constexpr int skinny_mmt_shape_index(int boxes, int stages, bool pair = false) {
+  return pair ? skinny_shape_index(kSkinnyMmtPairShapes, boxes, stages)
+              : skinny_shape_index(kSkinnyMmtShapes, boxes, stages);
 }
 
 /// WN: 8-token MMA tiles (n <= 8 * WN), KW: consumer warps (the block has KW + 1 warps), Boxes x
-/// 128 bytes of each row per stage, Stages in the ring.
-template <class Tr, int WN, int KW, int Boxes, int Stages>
+/// 128 bytes of each row per stage, Stages in the ring. Pair: the first p.pairs blocks take two
+/// adjacent 16-row tiles (rows [32 b, 32 b + 32)), the others one (skinny_mmt_pair_grid): each stage
+/// then carries both tiles' boxes, and both tiles' MMAs read the same x fragments.
+template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair = false>
 __global__ void __launch_bounds__((KW + 1) * 32)
     skinny_mmt_kernel(const __grid_constant__ SkinnyParams p, const __grid_constant__ CUtensorMap tm) {
   using namespace skinny_detail;
   using namespace skinny_tma;
   constexpr int kStages = Stages;
-  constexpr int kStageBytes = stage_bytes(Boxes);
+  constexpr int kTiles = Pair ? 2 : 1;                   // 16-row tiles a block may hold
+  constexpr int kStageBytes = stage_bytes(Boxes);        // one tile's boxes of a stage
+  constexpr int kSlotBytes = kStageBytes * kTiles;       // one ring slot
   constexpr int kGroups = Boxes * 2;  // 64-byte groups per stage (one lane quad each)
   static_assert(kGroups % KW == 0, "every consumer warp takes the same number of groups per stage");
   constexpr int kVec = Tr::kVec;
@@ -204,32 +232,42 @@ __global__ void __launch_bounds__((KW + 1) * 32)
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * kRows;
+  const int bx = static_cast<int>(blockIdx.x);
+  const bool two = Pair && bx < p.pairs;  // uniform over the block
+  const int row0 = Pair ? (two ? 2 * kRows * bx : kRows * (bx + p.pairs)) : bx * kRows;
+  const int rows = two ? 2 * kRows : kRows;
   const int kb = blockIdx.y * p.kc;
   const int ke = min(p.k, kb + p.kc);
   const int stages = (ke - kb + kStageElems - 1) / kStageElems;
   unsigned char* ring = ring_base(smem_raw);
-  float* red = reinterpret_cast<float*>(ring + kStages * kStageBytes);
+  float* red = reinterpret_cast<float*>(ring + kStages * kSlotBytes);
 
   if (threadIdx.x == 0) ring_init(full, empty, KW, &tm);
-  skinny_prologue(p, row0, kRows, kb, ke, Tr::kBytes);
+  skinny_prologue(p, row0, rows, kb, ke, Tr::kBytes);
   __syncthreads();  // barriers initialised
 
-  float acc[WN][4];
+  float acc[kTiles][WN][4];
 #pragma unroll
-  for (int nt = 0; nt < WN; ++nt) {
+  for (int mt = 0; mt < kTiles; ++mt) {
 #pragma unroll
-    for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+    for (int nt = 0; nt < WN; ++nt) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[mt][nt][q] = 0.f;
+    }
   }
 
   if (warp == KW) {
     // Producer: one lane keeps the ring full; a slot is refilled once all KW consumers released it.
     if (lane == 0) {
-      ring_produce(stages, full, empty, ring, kStageBytes, [&](unsigned char* dst, int s, std::uint64_t* bar) {
+      auto issue = [&](unsigned char* dst, int s, std::uint64_t* bar) {
 #pragma unroll
-        for (int b = 0; b < Boxes; ++b)
-          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, kb + s * kStageElems + b * kBoxElems, row0, bar);
-      });
+        for (int b = 0; b < Boxes; ++b) {
+          const int k = kb + s * kStageElems + b * kBoxElems;
+          tma_load_box(dst + b * (kRows * kBoxBytes), &tm, k, row0, bar);
+          if (two) tma_load_box(dst + kStageBytes + b * (kRows * kBoxBytes), &tm, k, row0 + kRows, bar);
+        }
+      };
+      ring_produce(stages, full, empty, ring, kSlotBytes, two ? 2 * kStageBytes : kStageBytes, issue);
     }
   } else {
     const unsigned char* xrow[WN];
@@ -256,15 +294,19 @@ __global__ void __launch_bounds__((KW + 1) * 32)
     auto compute = [&](const uint4 (&xb)[kPerWarp][WN], int s) {
       const int slot = s % kStages;
       mbar_wait(&full[slot], (s / kStages) & 1);
-      const unsigned char* st = ring + slot * kStageBytes;
+      const unsigned char* st = ring + slot * kSlotBytes;
 #pragma unroll
       for (int i = 0; i < kPerWarp; ++i) {
         const int q = warp + i * KW;
-        const unsigned char* box = st + (q >> 1) * (kRows * kBoxBytes);
         const int c = 2 * t + (q & 1);
-        const uint4 a0 = lds_swizzled(box, g, c), a1 = lds_swizzled(box, g + 8, c);
 #pragma unroll
-        for (int nt = 0; nt < WN; ++nt) mma_vec<Tr>(acc[nt], a0, a1, xb[i][nt]);
+        for (int mt = 0; mt < kTiles; ++mt) {
+          if (mt > 0 && !two) break;  // uniform over the block
+          const unsigned char* box = st + mt * kStageBytes + (q >> 1) * (kRows * kBoxBytes);
+          const uint4 a0 = lds_swizzled(box, g, c), a1 = lds_swizzled(box, g + 8, c);
+#pragma unroll
+          for (int nt = 0; nt < WN; ++nt) mma_vec<Tr>(acc[mt][nt], a0, a1, xb[i][nt]);
+        }
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[slot]);
@@ -283,13 +325,7 @@ __global__ void __launch_bounds__((KW + 1) * 32)
 
   // The producer warp joins the epilogue's barriers with zero sums of its own (not read: the
   // epilogue adds warps [0, KW)).
-  float acc1[1][WN][4];
-#pragma unroll
-  for (int nt = 0; nt < WN; ++nt) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) acc1[0][nt][q] = acc[nt][q];
-  }
-  mma_block_epilogue<1, WN, KW, 1>(p, acc1, red, row0);
+  mma_block_epilogue<kTiles, WN, KW, 1>(p, acc, red, row0, rows);
   skinny_trace_exit(p.w);
 }
 
@@ -333,16 +369,15 @@ cudaError_t skinny_tensor_map_2d(const void* base, int cols, int rows, long long
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-/// The launch the TMA-fed kernels (mmt, wgt) share: ceil(m / block_rows) row blocks x the planned
-/// K splits, the occupancy cap when l.spread asks for it, PDL, the kernel's parameters followed by
-/// its tensor maps, and the split-K reduction after it.
+/// The launch the TMA-fed kernels (mmt, wgt) share: `blocks0` row blocks x the planned K splits,
+/// the occupancy cap when l.spread asks for it, PDL, the kernel's parameters (l.p, with the
+/// caller's pairs) followed by its tensor maps, and the split-K reduction after it.
 template <class Kernel, class... Maps>
-cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, int block_rows, int granule,
+cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, long long blocks0, int granule,
                               const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream,
                               const Maps&... maps) {
   SkinnyParams p = l.p;
-  const long long blocks0 = (static_cast<long long>(p.m) + block_rows - 1) / block_rows;
-  if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (blocks0 < 1 || blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
   int per_sm = 0;
   cudaError_t e = skinny_blocks_per_sm(kernel, threads, smem, dev.ordinal, &per_sm);
   if (e != cudaSuccess) return e;
@@ -362,37 +397,50 @@ cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, int 
   return skinny_finish(p, dev, stream);
 }
 
-template <class Tr, int WN, int KW, int Boxes, int Stages>
+template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair>
 cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
   // TMA, mbarrier transactions and griddepcontrol: sm_90 device and code.
   if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
-  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages>;
+  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages, Pair>;
   constexpr int kThreads = (KW + 1) * 32;
-  constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages);
+  constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages, Pair ? 2 : 1);
   CUtensorMap tm;
   const cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
   if (e != cudaSuccess) return e;
-  return skinny_tma_launch(kernel, kThreads, smem, skinny_tma::kRows, skinny_mmt_granule(Tr::kVec, Boxes), l, dev,
+  const long long tiles = (static_cast<long long>(l.p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows;
+  SkinnyLaunch lp = l;
+  SkinnyPairGrid grid{tiles, 0};
+  if (Pair) grid = skinny_mmt_pair_grid(tiles, dev.sms);
+  lp.p.pairs = grid.pairs;
+  return skinny_tma_launch(kernel, kThreads, smem, grid.blocks, skinny_mmt_granule(Tr::kVec, Boxes), lp, dev,
                            stream, tm);
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
-/// kSkinnyMmtShapes, l.p.n <= 16, sm_90.
+/// kSkinnyMmtShapes, l.p.n <= 16, sm_90; pair: the paired grid (skinny_mmt_pair_grid), 8 warps, a
+/// shape of kSkinnyMmtPairShapes.
 inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
-                              cudaStream_t stream) {
-  static_assert(std::size(kSkinnyMmtShapes) == 3, "the dispatch below lists every shape index");
-  const int shape = skinny_mmt_shape_index(boxes, stages);
-  if (shape < 0) return cudaErrorInvalidValue;
+                              cudaStream_t stream, bool pair = false) {
+  static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2,
+                "the dispatch below lists every shape index");
+  const int shape = skinny_mmt_shape_index(boxes, stages, pair);
+  if (shape < 0 || (pair && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
+      if (pair) {
+        return skinny_dispatch_int<0, 1>(shape, [&](auto i) {
+          constexpr SkinnyRingShape sh = kSkinnyMmtPairShapes[i.value];
+          return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtPairWarps, sh.boxes, sh.stages, true>(l, dev, stream);
+        });
+      }
       return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
         return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtShapes[i.value];
-          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages>(l, dev, stream);
+          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, false>(l, dev, stream);
         });
       });
     });

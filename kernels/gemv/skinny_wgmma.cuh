@@ -217,14 +217,15 @@ __global__ void __launch_bounds__(skinny_wg::kThreads)
   if (warp == 4) {
     // Producer: one lane keeps the ring full; a slot is refilled once the 4 consumer warps released it.
     if (lane == 0) {
-      ring_produce(stages, full, empty, ring, kStageBytes, [&](unsigned char* dst, int s, std::uint64_t* bar) {
+      auto issue = [&](unsigned char* dst, int s, std::uint64_t* bar) {
 #pragma unroll
         for (int b = 0; b < Boxes; ++b) {
           const int k = kb + s * kStageElems + b * kBoxElems;
           tma_load_box(dst + b * kWBox, &tmw, k, row0, bar);
           tma_load_box(dst + Boxes * kWBox + b * kXBox, &tmx, k, 0, bar);
         }
-      });
+      };
+      ring_produce(stages, full, empty, ring, kStageBytes, kStageBytes, issue);
     }
   } else {
     float acc[kFrag], box[kFrag];
@@ -296,8 +297,9 @@ cudaError_t skinny_wgt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   if ((e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_wg::kRows, &tmw)) != cudaSuccess ||
       (e = skinny_tensor_map_2d<Tr>(l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
     return e;
-  return skinny_tma_launch(kernel, skinny_wg::kThreads, smem, skinny_wg::kRows, skinny_wgt_granule(Tr::kVec, Boxes),
-                           l, dev, stream, tmw, tmx);
+  const long long blocks = (static_cast<long long>(l.p.m) + skinny_wg::kRows - 1) / skinny_wg::kRows;
+  return skinny_tma_launch(kernel, skinny_wg::kThreads, smem, blocks, skinny_wgt_granule(Tr::kVec, Boxes), l, dev,
+                           stream, tmw, tmx);
 }
 
 /// Runs the wgmma kernel on `stream` for input traits Tr: a shape of kSkinnyWgtShapes, l.p.n <= 64,

@@ -60,6 +60,8 @@ struct SkinnyConfig {
   bool wc = false;   ///< mma, mmap: warp-contiguous K order (name suffix "_wc"; round 11)
   int boxes = 0;     ///< mmt, wgt: 128-byte boxes of each row per stage (name suffix "_b<boxes>s<stages>")
   int stages = 0;    ///< mmt, wgt: stages in the shared-memory ring
+  bool pair = false; ///< mmt: one block per SM, the first (tiles - SMs) of them on two tiles (suffix "_pair";
+                     ///< round 18)
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -70,8 +72,8 @@ struct SkinnyConfig {
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
     const bool ring = family == Family::kMmaTma || family == Family::kWgmma;
     const std::string shape = ring ? fmt::format("_b{}s{}", boxes, stages) : "";
-    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}", family_name(family), short_name(dtype), rows,
-                       width, ks, shape, wc ? "_wc" : "");
+    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}", family_name(family), short_name(dtype), rows,
+                       width, ks, shape, pair ? "_pair" : "", wc ? "_wc" : "");
   }
 
   bool valid() const {
@@ -82,7 +84,8 @@ struct SkinnyConfig {
     if (cluster != 0 && (cluster != 2 && cluster != 4)) return false;
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && (family == Family::kGemv || family == Family::kMmaTma || family == Family::kWgmma)) return false;
-    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages) < 0
+    if (pair && (family != Family::kMmaTma || width != kern::kSkinnyMmtPairWarps)) return false;
+    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages, pair) < 0
         : family == Family::kWgmma ? kern::skinny_wgt_shape_index(boxes, stages) < 0
                                     : boxes != 0 || stages != 0)
       return false;
@@ -97,7 +100,7 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_wc)?$");
+        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
@@ -117,7 +120,8 @@ struct SkinnyConfig {
     c.cluster = ks[0] == 'c' ? std::stoi(ks.substr(1)) : 0;
     c.boxes = m[8].matched ? std::stoi(m[9].str()) : 0;
     c.stages = m[8].matched ? std::stoi(m[10].str()) : 0;
-    c.wc = m[11].matched;
+    c.pair = m[11].matched;
+    c.wc = m[12].matched;
     // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
     if (!c.valid() || c.name() != s) return std::nullopt;
     return c;
@@ -328,7 +332,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
         : cfg_.family == Family::kMmaPipe
             ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
         : cfg_.family == Family::kMmaTma
-            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream)
+            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream, cfg_.pair)
             : kern::skinny_wgt(skinny_in(d.dtype), cfg_.boxes, cfg_.stages, l, stream);
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format(
@@ -353,7 +357,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
 /// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16); round 16: the wgmma
-/// kernel (wgt, 6). At most 61 (n <= 8), 64 (n 9-16) and 53 (n > 16) before filtering.
+/// kernel (wgt, 6); round 18: the paired mmt grid (2). At most 63 (n <= 8), 66 (n 9-16) and 53 (n > 16)
+/// before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -448,6 +453,11 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtShapes)
       for (int wk : {4, 8}) out.push_back({Family::kMmaTma, d.dtype, 16, wk, 1, 0, 0, false, sh.boxes, sh.stages});
     out.push_back({Family::kMmaTma, d.dtype, 16, 4, 0, 0, 0, false, 8, 2});
+    // Round 18: one block per SM with two tiles on the first (tiles - SMs), so a grid of 1-2 tiles per
+    // SM cannot pack onto half the SMs (2304 x 16384: 144 tiles on 61-109 of 132 SMs unpaired).
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
+      out.push_back(
+          {Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages, true});
   }
   // Round 16: warpgroup MMA on 64-row tiles, every ring shape unsplit and with automatic splits (each
   // won some 37-100 MB weight; wave-balanced and fixed 2-4 splits won nothing, NOTES round 16).
@@ -558,6 +568,14 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int w : {2, 4})
         names.push_back(SkinnyConfig{Family::kWgmma, t, 64, 4, 0, w, 0, false, sh.boxes, sh.stages}.name());
     }
+  }
+  // Round 18: the paired TMA kernel, unsplit, automatic and two splits.
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
+      for (int s : {1, 0, 2})
+        names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtPairWarps, s, 0, 0, false, sh.boxes,
+                                     sh.stages, true}
+                            .name());
   }
   return names;
 }

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Round 18: the paired TMA grid (skinny_mmt_*_pair). GPU suites, the three sanitizers on the paired
+# variants (cases with 144 and 287 tiles, and 16), and the timeline of paired vs unpaired mmt.
+set -u
+export LD_LIBRARY_PATH=$PWD/build:$PWD/.devlibs
+nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/device.txt
+cp .devcarry/run26.sh $OUT/run.sh
+W=/tmp/work26; rm -rf $W; mkdir -p $W
+OUT=$W TEST_BINS="build/tests/tunable_gpu_skinny_tests build/tests/tunable_gpu_gemm_tests" timeout 230 bash tools/device_check.sh info tests
+cat $W/tunable_gpu_skinny_tests.log $W/tunable_gpu_gemm_tests.log > $OUT/gpu_tests.log
+grep -E "PASSED|FAILED|tests ran" $OUT/gpu_tests.log | head
+TUNABLE_SKINNY_ONLY=_pair OUT=$W SAN_TOOLS="memcheck racecheck synccheck" SAN_TARGETS=skinny \
+  SAN_FILTER_SKINNY='*N2300_M16_K1024*:*N4580_M8_K512*:*bf16_bf16_N256_M8_K512' SAN_TIMEOUT=90 \
+  timeout 290 bash tools/device_check.sh sanitize
+cat $W/sanitize_skinny_*.log > $OUT/sanitize_skinny.log
+S=$OUT/trace_pair.txt
+run() { echo "## $*" >> $S; timeout 60 build/bench/tunable_skinny_trace "$@" 2>&1 | grep -E "us/call|per-SM|rror|skinny_trace:" >> $S; }
+for g in "--graph" ""; do
+  for m in 8 16; do
+    for rep in 1 2; do
+      run --kernel mmt --boxes 8 --stages 3 --warps 8 --n 2304 --k 16384 --m $m $g --spread
+      run --kernel mmt --boxes 8 --stages 3 --warps 8 --n 2304 --k 16384 --m $m $g --spread --pair
+      run --kernel mmt --boxes 8 --stages 2 --warps 8 --n 2304 --k 16384 --m $m $g --spread --pair
+    done
+    run --kernel mmt --boxes 8 --stages 3 --warps 8 --n 4096 --k 14336 --m $m $g --spread
+    run --kernel mmt --boxes 8 --stages 3 --warps 8 --n 4096 --k 14336 --m $m $g --spread --pair
+    run --kernel mmt --boxes 8 --stages 2 --warps 4 --n 4096 --k 4096 --m $m $g --spread
+    run --kernel mmt --boxes 8 --stages 2 --warps 8 --n 4096 --k 4096 --m $m $g --spread --pair
+    run --kernel mmt --boxes 8 --stages 2 --warps 4 --n 6144 --k 4096 --m $m $g --spread
+    run --kernel mmt --boxes 8 --stages 2 --warps 8 --n 6144 --k 4096 --m $m $g --spread --pair
+  done
+done
+grep -E "^##|us/call|per-SM" $S | grep -v "^##" | sed -E 's/per-SM finish after the first wait release \(ns, medians over steady calls\)://' | sed -E 's/bm.rpw [0-9]+ //' | cut -c1-150
