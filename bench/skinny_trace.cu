@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
-  bool graph = false, spread = false, x_alias = false, pair = false, x_tma = false;
+  bool graph = false, spread = false, x_alias = false, pair = false;
   app.add_option("--n", n, "weight rows (N of F.linear)");
   app.add_option("--k", k, "reduction length");
   app.add_option("--m", m, "tokens");
@@ -76,18 +76,12 @@ int main(int argc, char** argv) {
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
   app.add_flag("--spread", spread, "cap blocks per SM at ceil(blocks / SMs) (SkinnyLaunch::spread)");
   app.add_flag("--pair", pair, "mmt: the paired grid (one block per SM, the first tiles - SMs on two tiles; 8 warps)");
-  app.add_flag("--x-tma", x_tma, "mmt: the tokens by TMA through the ring (8 warps)");
   app.add_flag("--x-alias", x_alias,
                "every token reads x's first row (ldb = 0): the same weight stream with ~1/8 of the activation "
                "traffic from L2, to measure what that traffic costs (not a real GEMM; checked against mmap on the "
                "same aliased x)");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);
-  if (x_tma && (kernel != "mmt" || x_alias)) {
-    // A tensor map cannot have a zero row stride.
-    std::fprintf(stderr, "skinny_trace: --x-tma needs --kernel mmt and a real x (no --x-alias)\n");
-    return 2;
-  }
 
   if (carveout >= 0) {
     // Whether the L1 / shared-memory split changes how fast the blocks stream (round 13).
@@ -145,7 +139,7 @@ int main(int argc, char** argv) {
                           : kind == "mma" || kind == "mmawc"
                               ? skinny_mma(SkinnyIn::kBF16, rows, warps, kind == "mmawc", l, s)
                           : kind == "ref"  ? skinny_mmap(SkinnyIn::kBF16, 16, 8, false, l, s)
-                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s, pair, x_tma)
+                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s, pair)
                                            : skinny_mmap(SkinnyIn::kBF16, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };
@@ -310,11 +304,11 @@ int main(int argc, char** argv) {
   check(tunable::measure_copy_bandwidth(s, &bw), "copy bandwidth");
   const double floor_us = (wbytes + size_t(m) * k * 2 + size_t(m) * n * 2) / bw * 1e6;
   std::printf(
-      "%s%s%s bm/rpw %d warps %d  n %d k %d m %d  %s%s: %.2f us/call by events (%d calls, %zu traced, %zu blocks/call)\n"
+      "%s%s bm/rpw %d warps %d  n %d k %d m %d  %s%s: %.2f us/call by events (%d calls, %zu traced, %zu blocks/call)\n"
       "  timer step %llu ns; medians over steady calls (ns): period %.0f | release after predecessor %.0f | "
       "wait spread %.0f | release->median exit %.0f | median->last exit (tail) %.0f | block busy %.0f | "
       "blocks resident before predecessor ended %.0f | floor at %.2f TB/s %.0f\n",
-      kernel.c_str(), pair ? " pair" : "", x_tma ? " xt" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
+      kernel.c_str(), pair ? " pair" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
       call.empty() ? size_t(0) : call[call.size() / 2].size(), tick, median(period), median(release),
       median(wait_spread), median(stream_med), median(tail), median(busy), median(early), bw / 1e12,
       floor_us * 1e3);
@@ -324,7 +318,7 @@ int main(int argc, char** argv) {
       median(sm_p10), median(sm_p50), median(sm_p90), median(sm_last), median(sms_used), median(sm_two));
   if (!out.empty()) {
     std::ofstream(out) << nlohmann::json{{"kernel", kernel}, {"rows", rows}, {"warps", warps}, {"n", n},
-                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"x_tma", x_tma}, {"us_per_call", ms * 1e3 / calls},
+                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"us_per_call", ms * 1e3 / calls},
                                          {"timer_step_ns", tick}, {"copy_bytes_per_s", bw},
                                          {"calls", js}}
                               .dump(1);

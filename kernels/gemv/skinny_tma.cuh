@@ -157,15 +157,10 @@ __device__ __forceinline__ uint4 lds_swizzled(const unsigned char* box, int r, i
 /// K elements of one stage of `boxes` boxes: the split granule of the TMA kernel.
 constexpr int skinny_mmt_granule(int vec, int boxes) { return boxes * skinny_tma::kBoxBytes / 16 * vec; }
 
-/// Bytes of one stage of the tokens' boxes (8 wn rows x 128 bytes each) when x comes by TMA.
-constexpr int skinny_mmt_x_stage_bytes(int wn, int boxes) { return boxes * 8 * wn * skinny_tma::kBoxBytes; }
-
 /// Dynamic shared memory: stage ring (1024-byte aligned by hand) and the epilogue's buffer, for
-/// blocks of up to `tiles` 16-row tiles, with the tokens' boxes in each slot when x_tma.
-constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int tiles = 1, bool x_tma = false) {
-  return 1024 +
-         static_cast<std::size_t>(stages) *
-             (skinny_tma::stage_bytes(boxes) * tiles + (x_tma ? skinny_mmt_x_stage_bytes(wn, boxes) : 0)) +
+/// blocks of up to `tiles` 16-row tiles.
+constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int tiles = 1) {
+  return 1024 + static_cast<std::size_t>(stages) * skinny_tma::stage_bytes(boxes) * tiles +
          skinny_detail::mma_epilogue_smem(tiles, wn, kw, 1);
 }
 
@@ -198,8 +193,6 @@ inline constexpr SkinnyRingShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
 /// 1 KB of each row per stage x 3 or 4 (round 18: x 2 left the two-tile blocks 2 us behind).
 inline constexpr SkinnyRingShape kSkinnyMmtPairShapes[] = {{8, 3}, {8, 4}};
 constexpr int kSkinnyMmtPairWarps = 8;
-/// Consumer warps of the kernels with the tokens by TMA (`_xt`; round 19).
-constexpr int kSkinnyMmtXTmaWarps = 8;
 
 /// Index of (boxes, stages) in a list of built ring shapes, -1 when not in it.
 template <std::size_t N>
@@ -219,21 +212,15 @@ constexpr int skinny_mmt_shape_index(int boxes, int stages, bool pair = false) {
 /// 128 bytes of each row per stage, Stages in the ring. Pair: the first p.pairs blocks take two
 /// adjacent 16-row tiles (rows [32 b, 32 b + 32)), the others one (skinny_mmt_pair_grid): each stage
 /// then carries both tiles' boxes, and both tiles' MMAs read the same x fragments.
-/// XTma (round 19): the tokens by TMA too, each stage's token boxes (8 WN rows x 128 bytes, the
-/// same swizzle) in the slot after the weight's, read by the consumers from shared memory: no LSU
-/// loads, L1 misses or registers for x in the consumer warps.
-template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair = false, bool XTma = false>
+template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair = false>
 __global__ void __launch_bounds__((KW + 1) * 32)
-    skinny_mmt_kernel(const __grid_constant__ SkinnyParams p, const __grid_constant__ CUtensorMap tm,
-                      const __grid_constant__ CUtensorMap tmx) {
+    skinny_mmt_kernel(const __grid_constant__ SkinnyParams p, const __grid_constant__ CUtensorMap tm) {
   using namespace skinny_detail;
   using namespace skinny_tma;
   constexpr int kStages = Stages;
   constexpr int kTiles = Pair ? 2 : 1;                   // 16-row tiles a block may hold
   constexpr int kStageBytes = stage_bytes(Boxes);        // one tile's boxes of a stage
-  constexpr int kXBoxBytes = 8 * WN * kBoxBytes;         // one token box (XTma)
-  constexpr int kXStageBytes = XTma ? Boxes * kXBoxBytes : 0;
-  constexpr int kSlotBytes = kStageBytes * kTiles + kXStageBytes;  // one ring slot: tiles, then x
+  constexpr int kSlotBytes = kStageBytes * kTiles;       // one ring slot
   constexpr int kGroups = Boxes * 2;  // 64-byte groups per stage (one lane quad each)
   static_assert(kGroups % KW == 0, "every consumer warp takes the same number of groups per stage");
   constexpr int kVec = Tr::kVec;
@@ -255,10 +242,7 @@ __global__ void __launch_bounds__((KW + 1) * 32)
   unsigned char* ring = ring_base(smem_raw);
   float* red = reinterpret_cast<float*>(ring + kStages * kSlotBytes);
 
-  if (threadIdx.x == 0) {
-    ring_init(full, empty, KW, &tm);
-    if (XTma) prefetch_tensormap(&tmx);
-  }
+  if (threadIdx.x == 0) ring_init(full, empty, KW, &tm);
   skinny_prologue(p, row0, rows, kb, ke, Tr::kBytes);
   __syncthreads();  // barriers initialised
 
@@ -281,11 +265,9 @@ __global__ void __launch_bounds__((KW + 1) * 32)
           const int k = kb + s * kStageElems + b * kBoxElems;
           tma_load_box(dst + b * (kRows * kBoxBytes), &tm, k, row0, bar);
           if (two) tma_load_box(dst + kStageBytes + b * (kRows * kBoxBytes), &tm, k, row0 + kRows, bar);
-          if (XTma) tma_load_box(dst + kTiles * kStageBytes + b * kXBoxBytes, &tmx, k, 0, bar);
         }
       };
-      ring_produce(stages, full, empty, ring, kSlotBytes, (two ? 2 * kStageBytes : kStageBytes) + kXStageBytes,
-                   issue);
+      ring_produce(stages, full, empty, ring, kSlotBytes, two ? 2 * kStageBytes : kStageBytes, issue);
     }
   } else {
     const unsigned char* xrow[WN];
@@ -309,9 +291,9 @@ __global__ void __launch_bounds__((KW + 1) * 32)
           xb[i][nt] = ld_cached16(xrow[nt] + static_cast<size_t>(e) * Tr::kBytes, e < ke);
       }
     };
-    // Stage s's MMAs (its slot full) with x fragments xb, then the slot's release.
-    auto mma_stage = [&](const uint4 (&xb)[kPerWarp][WN], int s) {
+    auto compute = [&](const uint4 (&xb)[kPerWarp][WN], int s) {
       const int slot = s % kStages;
+      mbar_wait(&full[slot], (s / kStages) & 1);
       const unsigned char* st = ring + slot * kSlotBytes;
 #pragma unroll
       for (int i = 0; i < kPerWarp; ++i) {
@@ -329,35 +311,15 @@ __global__ void __launch_bounds__((KW + 1) * 32)
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[slot]);
     };
-    auto wait_full = [&](int s) { mbar_wait(&full[s % kStages], (s / kStages) & 1); };
-    if constexpr (XTma) {
-      // x from the slot: token nt * 8 + g, the same 16-byte chunk as the weight rows' fragment.
-      for (int s = 0; s < stages; ++s) {
-        wait_full(s);
-        const unsigned char* xs = ring + (s % kStages) * kSlotBytes + kTiles * kStageBytes;
-        uint4 xb[kPerWarp][WN];
-#pragma unroll
-        for (int i = 0; i < kPerWarp; ++i) {
-          const int q = warp + i * KW;
-#pragma unroll
-          for (int nt = 0; nt < WN; ++nt)
-            xb[i][nt] = lds_swizzled(xs + (q >> 1) * kXBoxBytes, nt * 8 + g, 2 * t + (q & 1));
-        }
-        mma_stage(xb, s);
-      }
-    } else {
-      // x one stage ahead in two named register sets (no moves between stages).
-      uint4 x0[kPerWarp][WN], x1[kPerWarp][WN];
-      if (stages > 0) load_x(x0, 0);
-      for (int s = 0; s < stages; s += 2) {
-        if (s + 1 < stages) load_x(x1, s + 1);
-        wait_full(s);
-        mma_stage(x0, s);
-        if (s + 1 >= stages) break;
-        if (s + 2 < stages) load_x(x0, s + 2);
-        wait_full(s + 1);
-        mma_stage(x1, s + 1);
-      }
+    // x one stage ahead in two named register sets (no moves between stages).
+    uint4 x0[kPerWarp][WN], x1[kPerWarp][WN];
+    if (stages > 0) load_x(x0, 0);
+    for (int s = 0; s < stages; s += 2) {
+      if (s + 1 < stages) load_x(x1, s + 1);
+      compute(x0, s);
+      if (s + 1 >= stages) break;
+      if (s + 2 < stages) load_x(x0, s + 2);
+      compute(x1, s + 1);
     }
   }
 
@@ -435,41 +397,34 @@ cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, long
   return skinny_finish(p, dev, stream);
 }
 
-template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair, bool XTma>
+template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair>
 cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
   // TMA, mbarrier transactions and griddepcontrol: sm_90 device and code.
   if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
-  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages, Pair, XTma>;
+  const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages, Pair>;
   constexpr int kThreads = (KW + 1) * 32;
-  constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages, Pair ? 2 : 1, XTma);
-  CUtensorMap tm, tmx;
-  cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
+  constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages, Pair ? 2 : 1);
+  CUtensorMap tm;
+  const cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
   if (e != cudaSuccess) return e;
-  if (XTma) {
-    if ((e = skinny_tensor_map_2d<Tr>(l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
-      return e;
-  } else {
-    tmx = tm;  // not read
-  }
   const long long tiles = (static_cast<long long>(l.p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows;
   SkinnyLaunch lp = l;
   SkinnyPairGrid grid{tiles, 0};
   if (Pair) grid = skinny_mmt_pair_grid(tiles, dev.sms);
   lp.p.pairs = grid.pairs;
   return skinny_tma_launch(kernel, kThreads, smem, grid.blocks, skinny_mmt_granule(Tr::kVec, Boxes), lp, dev,
-                           stream, tm, tmx);
+                           stream, tm);
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
 /// kSkinnyMmtShapes, l.p.n <= 16, sm_90; pair: the paired grid (skinny_mmt_pair_grid), 8 warps, a
-/// shape of kSkinnyMmtPairShapes; x_tma (8 warps): the tokens by TMA through the ring.
+/// shape of kSkinnyMmtPairShapes.
 inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
-                              cudaStream_t stream, bool pair = false, bool x_tma = false) {
+                              cudaStream_t stream, bool pair = false) {
   static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2,
                 "the dispatch below lists every shape index");
   const int shape = skinny_mmt_shape_index(boxes, stages, pair);
-  if (shape < 0 || (pair && k_warps != kSkinnyMmtPairWarps) || (x_tma && k_warps != kSkinnyMmtXTmaWarps))
-    return cudaErrorInvalidValue;
+  if (shape < 0 || (pair && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
@@ -479,17 +434,13 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
       if (pair) {
         return skinny_dispatch_int<0, 1>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtPairShapes[i.value];
-          constexpr int kw = kSkinnyMmtPairWarps;
-          return x_tma ? skinny_mmt_launch<Tr, wn.value, kw, sh.boxes, sh.stages, true, true>(l, dev, stream)
-                       : skinny_mmt_launch<Tr, wn.value, kw, sh.boxes, sh.stages, true, false>(l, dev, stream);
+          return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtPairWarps, sh.boxes, sh.stages, true>(l, dev, stream);
         });
       }
-      return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
-        constexpr SkinnyRingShape sh = kSkinnyMmtShapes[i.value];
-        if (x_tma)
-          return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtXTmaWarps, sh.boxes, sh.stages, false, true>(l, dev, stream);
-        return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
-          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, false, false>(l, dev, stream);
+      return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
+        return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
+          constexpr SkinnyRingShape sh = kSkinnyMmtShapes[i.value];
+          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, false>(l, dev, stream);
         });
       });
     });

@@ -62,7 +62,6 @@ struct SkinnyConfig {
   int stages = 0;    ///< mmt, wgt: stages in the shared-memory ring
   bool pair = false; ///< mmt: one block per SM, the first (tiles - SMs) of them on two tiles (suffix "_pair";
                      ///< round 18)
-  bool xt = false;   ///< mmt: the tokens by TMA through the ring (suffix "_xt"; round 19)
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -73,8 +72,8 @@ struct SkinnyConfig {
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
     const bool ring = family == Family::kMmaTma || family == Family::kWgmma;
     const std::string shape = ring ? fmt::format("_b{}s{}", boxes, stages) : "";
-    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}{}", family_name(family), short_name(dtype), rows,
-                       width, ks, shape, pair ? "_pair" : "", xt ? "_xt" : "", wc ? "_wc" : "");
+    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}", family_name(family), short_name(dtype), rows,
+                       width, ks, shape, pair ? "_pair" : "", wc ? "_wc" : "");
   }
 
   bool valid() const {
@@ -86,7 +85,6 @@ struct SkinnyConfig {
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && (family == Family::kGemv || family == Family::kMmaTma || family == Family::kWgmma)) return false;
     if (pair && (family != Family::kMmaTma || width != kern::kSkinnyMmtPairWarps)) return false;
-    if (xt && (family != Family::kMmaTma || width != kern::kSkinnyMmtXTmaWarps)) return false;
     if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages, pair) < 0
         : family == Family::kWgmma ? kern::skinny_wgt_shape_index(boxes, stages) < 0
                                     : boxes != 0 || stages != 0)
@@ -102,7 +100,7 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_xt)?(_wc)?$");
+        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
@@ -123,8 +121,7 @@ struct SkinnyConfig {
     c.boxes = m[8].matched ? std::stoi(m[9].str()) : 0;
     c.stages = m[8].matched ? std::stoi(m[10].str()) : 0;
     c.pair = m[11].matched;
-    c.xt = m[12].matched;
-    c.wc = m[13].matched;
+    c.wc = m[12].matched;
     // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
     if (!c.valid() || c.name() != s) return std::nullopt;
     return c;
@@ -335,7 +332,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
         : cfg_.family == Family::kMmaPipe
             ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
         : cfg_.family == Family::kMmaTma
-            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream, cfg_.pair, cfg_.xt)
+            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream, cfg_.pair)
             : kern::skinny_wgt(skinny_in(d.dtype), cfg_.boxes, cfg_.stages, l, stream);
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format(
@@ -360,8 +357,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
 /// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16); round 16: the wgmma
-/// kernel (wgt, 6); round 18: the paired mmt grid (2); round 19: mmt with the tokens by TMA (5). At
-/// most 68 (n <= 8), 71 (n 9-16) and 53 (n > 16) before filtering.
+/// kernel (wgt, 6); round 18: the paired mmt grid (2). At most 63 (n <= 8), 66 (n 9-16) and 53 (n > 16)
+/// before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -461,14 +458,6 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
       out.push_back(
           {Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages, true});
-    // Round 19: the tokens by TMA as well, on every ring shape and the paired grid (at one block per
-    // SM the consumers' x loads through L1 cost 7-17 %; NOTES round 19).
-    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtShapes)
-      out.push_back({Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtXTmaWarps, 1, 0, 0, false, sh.boxes, sh.stages,
-                     false, true});
-    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
-      out.push_back({Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages,
-                     true, true});
   }
   // Round 16: warpgroup MMA on 64-row tiles, every ring shape unsplit and with automatic splits (each
   // won some 37-100 MB weight; wave-balanced and fixed 2-4 splits won nothing, NOTES round 16).
@@ -586,19 +575,6 @@ std::vector<std::string> skinny_gemm_variant_names() {
       for (int s : {1, 0, 2})
         names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtPairWarps, s, 0, 0, false, sh.boxes,
                                      sh.stages, true}
-                            .name());
-  }
-  // Round 19: the tokens by TMA, unpaired (unsplit, automatic) and paired (as above).
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
-    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtShapes)
-      for (int s : {1, 0})
-        names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtXTmaWarps, s, 0, 0, false, sh.boxes,
-                                     sh.stages, false, true}
-                            .name());
-    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
-      for (int s : {1, 0, 2})
-        names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtPairWarps, s, 0, 0, false, sh.boxes,
-                                     sh.stages, true, true}
                             .name());
   }
   return names;
