@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
-  bool graph = false, spread = false, x_alias = false, pair = false;
+  bool graph = false, spread = false, x_alias = false, pair = false, bal = false;
   app.add_option("--n", n, "weight rows (N of F.linear)");
   app.add_option("--k", k, "reduction length");
   app.add_option("--m", m, "tokens");
@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
   app.add_flag("--graph", graph, "replay the calls from a CUDA graph instead of stream launches");
   app.add_flag("--spread", spread, "cap blocks per SM at ceil(blocks / SMs) (SkinnyLaunch::spread)");
   app.add_flag("--pair", pair, "mmt: the paired grid (one block per SM, the first tiles - SMs on two tiles; 8 warps)");
+  app.add_flag("--bal", bal,
+               "mmt: the balanced grid (one block per SM, left-over tiles cut in K over groups of blocks, tokens by "
+               "TMA; 8 warps, the --pair shapes)")
+      ->excludes("--pair");
   app.add_flag("--x-alias", x_alias,
                "every token reads x's first row (ldb = 0): the same weight stream with ~1/8 of the activation "
                "traffic from L2, to measure what that traffic costs (not a real GEMM; checked against mmap on the "
@@ -116,6 +120,10 @@ int main(int argc, char** argv) {
   check(cudaMemcpyToSymbol(tunable::kernels::skinny_detail::g_skinny_trace_cap, &cap, sizeof cap), "symbol");
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  // The balanced grid's partial sums (bound: one 16 x m slice per tile).
+  const size_t partial_bytes = bal ? size_t((n + 15) / 16) * 16 * m * sizeof(float) : 0;
+  float* partial = nullptr;
+  if (bal) check(cudaMalloc(&partial, partial_bytes), "partial");
 
   auto problem = [&](int c, void* out) {
     SkinnyLaunch l;
@@ -130,6 +138,8 @@ int main(int argc, char** argv) {
     l.p.k = k;
     l.splits = 1;
     l.spread = spread;
+    l.p.partial = partial;
+    l.partial_bytes = partial_bytes;
     return l;
   };
   auto launch_kind = [&](const std::string& kind, int c, void* out) {
@@ -139,7 +149,10 @@ int main(int argc, char** argv) {
                           : kind == "mma" || kind == "mmawc"
                               ? skinny_mma(SkinnyIn::kBF16, rows, warps, kind == "mmawc", l, s)
                           : kind == "ref"  ? skinny_mmap(SkinnyIn::kBF16, 16, 8, false, l, s)
-                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s, pair)
+                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s,
+                                                       bal    ? SkinnyMmtGrid::kBal
+                                                       : pair ? SkinnyMmtGrid::kPair
+                                                              : SkinnyMmtGrid::kTiles)
                                            : skinny_mmap(SkinnyIn::kBF16, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };
@@ -308,7 +321,7 @@ int main(int argc, char** argv) {
       "  timer step %llu ns; medians over steady calls (ns): period %.0f | release after predecessor %.0f | "
       "wait spread %.0f | release->median exit %.0f | median->last exit (tail) %.0f | block busy %.0f | "
       "blocks resident before predecessor ended %.0f | floor at %.2f TB/s %.0f\n",
-      kernel.c_str(), pair ? " pair" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
+      kernel.c_str(), pair ? " pair" : bal ? " bal" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
       call.empty() ? size_t(0) : call[call.size() / 2].size(), tick, median(period), median(release),
       median(wait_spread), median(stream_med), median(tail), median(busy), median(early), bw / 1e12,
       floor_us * 1e3);
@@ -318,7 +331,7 @@ int main(int argc, char** argv) {
       median(sm_p10), median(sm_p50), median(sm_p90), median(sm_last), median(sms_used), median(sm_two));
   if (!out.empty()) {
     std::ofstream(out) << nlohmann::json{{"kernel", kernel}, {"rows", rows}, {"warps", warps}, {"n", n},
-                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"us_per_call", ms * 1e3 / calls},
+                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"bal", bal}, {"us_per_call", ms * 1e3 / calls},
                                          {"timer_step_ns", tick}, {"copy_bytes_per_s", bw},
                                          {"calls", js}}
                               .dump(1);

@@ -44,6 +44,8 @@ struct SkinnyParams {
   int kc = 0;                     ///< K elements per split, a multiple of the kernel's granule
   int splits = 1;                 ///< K splits (gridDim.y); 1 writes y directly
   int pairs = 0;                  ///< paired mmt only: leading blocks that take two 16-row tiles
+  int bal_q = 0, bal_e = 0;       ///< balanced mmt only: whole tiles per block, tiles shared by a group
+  unsigned* bal_count = nullptr;  ///< balanced mmt only: arrivals per shared tile, zero between launches
   float alpha = 1.f, beta = 0.f;  ///< beta == 0: y is never read (it may hold NaN)
   float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^16)
   SkinnyOut out = SkinnyOut::kBF16;

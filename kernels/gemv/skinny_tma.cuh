@@ -23,7 +23,9 @@
 
 #include <cstdint>
 #include <iterator>
+#include <map>
 #include <mutex>
+#include <utility>
 
 #include "kernels/gemv/common.cuh"
 #include "kernels/gemv/mma_epilogue.cuh"
@@ -152,15 +154,26 @@ __device__ __forceinline__ uint4 lds_swizzled(const unsigned char* box, int r, i
   return *reinterpret_cast<const uint4*>(box + r * kBoxBytes + ((c ^ (r & 7)) << 4));
 }
 
+/// Named barrier `id` (1-15) among `threads` threads: lets some warps meet mid-kernel while the
+/// producer warp keeps filling the ring (barrier 0, __syncthreads, would need it too).
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 }  // namespace skinny_tma
 
 /// K elements of one stage of `boxes` boxes: the split granule of the TMA kernel.
 constexpr int skinny_mmt_granule(int vec, int boxes) { return boxes * skinny_tma::kBoxBytes / 16 * vec; }
 
+/// Bytes of one stage of the tokens' boxes (8 wn rows x 128 bytes each) when x comes by TMA.
+constexpr int skinny_mmt_x_stage_bytes(int wn, int boxes) { return boxes * 8 * wn * skinny_tma::kBoxBytes; }
+
 /// Dynamic shared memory: stage ring (1024-byte aligned by hand) and the epilogue's buffer, for
-/// blocks of up to `tiles` 16-row tiles.
-constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int tiles = 1) {
-  return 1024 + static_cast<std::size_t>(stages) * skinny_tma::stage_bytes(boxes) * tiles +
+/// blocks of up to `tiles` 16-row tiles, with the tokens' boxes in each slot when x_tma.
+constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int tiles = 1, bool x_tma = false) {
+  return 1024 +
+         static_cast<std::size_t>(stages) *
+             (skinny_tma::stage_bytes(boxes) * tiles + (x_tma ? skinny_mmt_x_stage_bytes(wn, boxes) : 0)) +
          skinny_detail::mma_epilogue_smem(tiles, wn, kw, 1);
 }
 
@@ -179,6 +192,31 @@ inline SkinnyPairGrid skinny_mmt_pair_grid(long long tiles, int sms) {
   r.pairs = static_cast<int>(tiles - r.blocks);
   return r;
 }
+
+/// Grid of the balanced TMA kernel (round 20) for `tiles` 16-row tiles on `sms` SMs: one block per SM
+/// (one per tile when they are fewer), each on q = tiles / sms whole tiles and, when e = tiles % sms
+/// are left over, on one K slice of one of those: left-over tile j is cut by whole stages over the
+/// group of consecutive blocks [ceil(j sms / e), ceil((j + 1) sms / e)), so every SM streams about
+/// tiles / sms tiles' bytes (144 tiles on 132 SMs: groups of 11 blocks share 12 tiles, 1.09 tiles
+/// each, where the paired grid gives 12 SMs two). The last block of a group to finish its slice adds
+/// the group's partial sums (no block ever waits for another).
+struct SkinnyBalGrid {
+  long long blocks = 0;  ///< gridDim.x
+  int q = 1;             ///< whole tiles per block
+  int e = 0;             ///< left-over tiles, each cut over a group of blocks
+};
+inline SkinnyBalGrid skinny_mmt_bal_grid(long long tiles, int sms) {
+  if (tiles <= sms) return {tiles, 1, 0};
+  return {sms, static_cast<int>(tiles / sms), static_cast<int>(tiles % sms)};
+}
+
+/// First block of left-over tile j's group (the balanced grid's `blocks` blocks, `e` left-over tiles).
+__host__ __device__ __forceinline__ int skinny_bal_group_first(int j, int e, int blocks) {
+  return static_cast<int>((static_cast<long long>(j) * blocks + e - 1) / e);
+}
+
+/// What the mmt kernels' grids are: one block per tile, the paired grid, the balanced grid.
+enum class SkinnyMmtGrid { kTiles, kPair, kBal };
 
 /// A TMA ring shape (skinny_mmt_* and skinny_wgt_*): `boxes` x 128 bytes of each row per stage,
 /// `stages` stages.
@@ -329,6 +367,191 @@ __global__ void __launch_bounds__((KW + 1) * 32)
   skinny_trace_exit(p.w);
 }
 
+/// The balanced grid's kernel (skinny_mmt_bal_grid; 8 consumer warps, one 16-row tile at a time):
+/// the block's K slice of its group's left-over tile first, then its q whole tiles, as one stage
+/// sequence through the ring. Tokens by TMA too (each slot holds the stage's weight boxes, then its
+/// token boxes, same swizzle): round 19 measured a single tile per SM streaming at the floor's rate
+/// only with x off the consumers' load path. The slice comes first and its sums leave the consumers
+/// through shared memory to a fix-up warp, which publishes them as the block's partial, counts the
+/// block's arrival (p.bal_count, one count per left-over tile) and, in the group's last block to
+/// arrive, adds the group's partials in block order (deterministic) and writes the tile's rows, all
+/// while the consumers stream their whole tiles. Round 20 measured the alternatives: a second kernel
+/// for the sums cost 2.5-3 us per call (launch and release), the same protocol run by the consumers
+/// themselves delayed every block by ~2 us (dependent L2 round trips under full load). Consumers
+/// meet on barrier 1 and hand the slice over through an mbarrier (every consumer thread arrives after
+/// its writes, release / acquire); the producer lane never waits for either.
+/// Block = KW consumer warps, the producer warp, the fix-up warp.
+template <class Tr, int WN, int KW, int Boxes, int Stages>
+__global__ void __launch_bounds__((KW + 2) * 32)
+    skinny_mmt_bal_kernel(const __grid_constant__ SkinnyParams p, const __grid_constant__ CUtensorMap tm,
+                          const __grid_constant__ CUtensorMap tmx) {
+  using namespace skinny_detail;
+  using namespace skinny_tma;
+  constexpr int kStageBytes = stage_bytes(Boxes);  // the weight's boxes of a stage
+  constexpr int kXBoxBytes = 8 * WN * kBoxBytes;   // one token box
+  constexpr int kSlotBytes = kStageBytes + Boxes * kXBoxBytes;
+  constexpr int kGroups = Boxes * 2;  // 64-byte groups per stage (one lane quad each)
+  static_assert(kGroups % KW == 0, "every consumer warp takes the same number of groups per stage");
+  constexpr int kBoxElems = kBoxBytes / Tr::kBytes;
+  constexpr int kStageElems = kBoxElems * Boxes;
+  constexpr int kPerWarp = kGroups / KW;
+  constexpr int kTok = 8 * WN, kSB = kRows + 4;  // the epilogue buffer's layout (mma_block_epilogue's)
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ std::uint64_t full[Stages], empty[Stages];
+  __shared__ float slice_sums[kRows * kTok];  // [token][row]: the slice's block sums
+  __shared__ std::uint64_t slice_ready;       // completes once every consumer thread wrote its share
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int b = static_cast<int>(blockIdx.x), nb = static_cast<int>(gridDim.x);
+  const int tile_stages = (p.k + kStageElems - 1) / kStageElems;
+  // The left-over tile j's slice: its stages [s0, s0 + ne), rows [xrow0, xrow0 + 16); the group is
+  // blocks [first, first + gsize).
+  int xrow0 = 0, s0 = 0, ne = 0, j = 0, first = 0, gsize = 0;
+  if (p.bal_e > 0) {
+    j = static_cast<int>(static_cast<long long>(b) * p.bal_e / nb);
+    first = skinny_bal_group_first(j, p.bal_e, nb);
+    gsize = skinny_bal_group_first(j + 1, p.bal_e, nb) - first;
+    s0 = static_cast<int>(static_cast<long long>(b - first) * tile_stages / gsize);
+    ne = static_cast<int>(static_cast<long long>(b - first + 1) * tile_stages / gsize) - s0;
+    xrow0 = (p.bal_q * nb + j) * kRows;
+  }
+  const int total = ne + p.bal_q * tile_stages;
+  auto stage_row = [&](int s) { return s < ne ? xrow0 : (b * p.bal_q + (s - ne) / tile_stages) * kRows; };
+  auto stage_k = [&](int s) { return (s < ne ? s0 + s : (s - ne) % tile_stages) * kStageElems; };
+  unsigned char* ring = ring_base(smem_raw);
+  float* red = reinterpret_cast<float*>(ring + Stages * kSlotBytes);
+
+  if (threadIdx.x == 0) {
+    mbar_init(&slice_ready, KW * 32);
+    ring_init(full, empty, KW, &tm);
+    prefetch_tensormap(&tmx);
+  }
+  skinny_prologue(p, stage_row(0), kRows, stage_k(0), ne > 0 ? min(p.k, (s0 + ne) * kStageElems) : p.k,
+                  Tr::kBytes);
+  __syncthreads();  // barriers initialised
+
+  if (warp == KW) {
+    if (lane == 0) {
+      auto issue = [&](unsigned char* dst, int s, std::uint64_t* bar) {
+        const int row = stage_row(s), k = stage_k(s);
+#pragma unroll
+        for (int x = 0; x < Boxes; ++x) {
+          tma_load_box(dst + x * (kRows * kBoxBytes), &tm, k + x * kBoxElems, row, bar);
+          tma_load_box(dst + kStageBytes + x * kXBoxBytes, &tmx, k + x * kBoxElems, 0, bar);
+        }
+      };
+      ring_produce(total, full, empty, ring, kSlotBytes, kSlotBytes, issue);
+    }
+  } else if (warp == KW + 1) {
+    // Fix-up: the slice's sums to block b's partial ([blocks][n][16] fp32), the arrival, and in the
+    // group's last block the group's sum. A group of one block wrote its tile directly.
+    if (p.bal_e > 0 && gsize > 1) {
+      constexpr int kPer = kRows * kTok / 32;
+      const int count = kRows * min(kTok, p.n);
+      mbar_wait(&slice_ready, 0);  // slice_sums written
+      float* mine = p.partial + static_cast<size_t>(b) * p.n * kRows;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int o = lane + i * 32;
+        if (o < count) mine[o] = slice_sums[o];
+      }
+      __threadfence();  // the partial reaches the device before the arrival below
+      __syncwarp();
+      unsigned last = 0;
+      if (lane == 0) last = atomicAdd(&p.bal_count[j], 1u) == static_cast<unsigned>(gsize - 1);
+      if (__shfl_sync(0xffffffffu, last, 0)) {
+        __threadfence();  // the other blocks' partials, published before their arrivals
+        float sum[kPer];
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) sum[i] = 0.f;
+        for (int c = first; c < first + gsize; ++c) {
+          const float* src = p.partial + static_cast<size_t>(c) * p.n * kRows;
+#pragma unroll
+          for (int i = 0; i < kPer; ++i) {
+            const int o = lane + i * 32;
+            if (o < count) sum[i] += __ldcg(src + o);
+          }
+        }
+        const float scale = result_scale(p);
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          const int o = lane + i * 32, r = o % kRows;
+          if (o < count && xrow0 + r < p.m) write_result(p, xrow0 + r, o / kRows, sum[i], scale);
+        }
+        if (lane == 0) p.bal_count[j] = 0;  // every arrival is in: ready for the next launch
+      }
+    }
+  } else {
+    float acc[WN][4];
+#pragma unroll
+    for (int nt = 0; nt < WN; ++nt) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+    }
+    auto stage = [&](int s) {
+      const int slot = s % Stages;
+      mbar_wait(&full[slot], (s / Stages) & 1);
+      const unsigned char* st = ring + slot * kSlotBytes;
+#pragma unroll
+      for (int i = 0; i < kPerWarp; ++i) {
+        const int q = warp + i * KW;
+        const int c = 2 * t + (q & 1);
+        const unsigned char* box = st + (q >> 1) * (kRows * kBoxBytes);
+        const unsigned char* xs = st + kStageBytes + (q >> 1) * kXBoxBytes;
+        const uint4 a0 = lds_swizzled(box, g, c), a1 = lds_swizzled(box, g + 8, c);
+#pragma unroll
+        for (int nt = 0; nt < WN; ++nt) mma_vec<Tr>(acc[nt], a0, a1, lds_swizzled(xs, nt * 8 + g, c));
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    };
+    const int ntok = min(kTok, p.n);
+    const float scale = result_scale(p);
+    // A segment's sums: the warps' accumulators meet in `red` and are added in warp order
+    // (deterministic), then go to y's rows [row0, row0 + 16) or, for a shared slice, to the fix-up
+    // warp.
+    auto flush = [&](int row0, bool slice) {
+      float* mine = red + warp * kTok * kSB;
+#pragma unroll
+      for (int nt = 0; nt < WN; ++nt) {
+        const int tok = nt * 8 + 2 * t;
+        mine[tok * kSB + g] = acc[nt][0];
+        mine[(tok + 1) * kSB + g] = acc[nt][1];
+        mine[tok * kSB + g + 8] = acc[nt][2];
+        mine[(tok + 1) * kSB + g + 8] = acc[nt][3];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+      }
+      named_sync(1, KW * 32);
+      for (int o = threadIdx.x; o < kRows * ntok; o += KW * 32) {
+        const int r = o % kRows, tok = o / kRows;
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < KW; ++w) sum += red[(w * kTok + tok) * kSB + r];
+        if (slice)
+          slice_sums[o] = sum;
+        else if (row0 + r < p.m)
+          write_result(p, row0 + r, tok, sum, scale);
+      }
+      if (slice) mbar_arrive(&slice_ready);  // the fix-up warp takes it from here
+      named_sync(1, KW * 32);                // red is free again
+    };
+    int s = 0;
+    if (p.bal_e > 0) {
+      for (; s < ne; ++s) stage(s);
+      // Zeros when the slice is empty (more blocks in the group than stages); a group of one block
+      // holds the whole tile.
+      flush(xrow0, gsize > 1);
+    }
+    for (int tt = 0; tt < p.bal_q; ++tt) {
+      for (int i = 0; i < tile_stages; ++i, ++s) stage(s);
+      flush((b * p.bal_q + tt) * kRows, false);
+    }
+  }
+  skinny_trace_exit(p.w);
+}
+
 /// cuTensorMapEncodeTiled from the driver the runtime loaded (no link-time libcuda dependency);
 /// null when the driver lacks it.
 inline PFN_cuTensorMapEncodeTiled_v12000 skinny_tensor_map_encoder() {
@@ -416,15 +639,95 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
                            stream, tm);
 }
 
+/// Left-over tiles a balanced launch may have (fewer than the device's SMs): its counter set's size.
+constexpr int kSkinnyBalMaxShared = 1024;
+
+/// The balanced grid's arrival counters on `device` for launches on `stream`: allocated and zeroed at
+/// the stream's first balanced launch (outside graph capture: cudaErrorStreamCaptureUnsupported
+/// inside it) and kept for the process; every launch leaves them at zero. Launches on one stream
+/// run in order, so they never share a set while running; a captured launch keeps its capture
+/// stream's set, as the GEMM workspace keeps its capture stream's buffer.
+inline cudaError_t skinny_bal_counters(int device, cudaStream_t stream, unsigned** out) {
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, unsigned*> sets;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(device, stream);
+  auto it = sets.find(key);
+  if (it == sets.end()) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream, &cs);
+    if (e != cudaSuccess) return e;
+    if (cs != cudaStreamCaptureStatusNone) return cudaErrorStreamCaptureUnsupported;
+    unsigned* p = nullptr;
+    if ((e = cudaMalloc(&p, kSkinnyBalMaxShared * sizeof(unsigned))) != cudaSuccess) return e;
+    if ((e = cudaMemsetAsync(p, 0, kSkinnyBalMaxShared * sizeof(unsigned), stream)) != cudaSuccess) {
+      (void)cudaFree(p);
+      return e;
+    }
+    it = sets.emplace(key, p).first;
+  }
+  *out = it->second;
+  return cudaSuccess;
+}
+
+/// Partial storage the balanced grid needs for `m` weight rows and `n` tokens on `sms` SMs (0 when no
+/// tile is left over).
+inline std::size_t skinny_mmt_bal_partial_bytes(long long m, int n, int sms) {
+  const SkinnyBalGrid grid = skinny_mmt_bal_grid((m + skinny_tma::kRows - 1) / skinny_tma::kRows, sms);
+  return grid.e > 0 ? static_cast<std::size_t>(grid.blocks) * n * skinny_tma::kRows * sizeof(float) : 0;
+}
+
+template <class Tr, int WN, int Boxes, int Stages>
+cudaError_t skinny_mmt_bal_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+  if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
+  constexpr int kw = kSkinnyMmtPairWarps;
+  const auto kernel = skinny_mmt_bal_kernel<Tr, WN, kw, Boxes, Stages>;
+  constexpr int kThreads = (kw + 2) * 32;
+  constexpr std::size_t smem = skinny_mmt_smem(WN, kw, Boxes, Stages, 1, true);
+  CUtensorMap tm, tmx;
+  cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
+  if (e != cudaSuccess) return e;
+  if ((e = skinny_tensor_map_2d<Tr>(l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
+    return e;
+  const SkinnyBalGrid grid =
+      skinny_mmt_bal_grid((static_cast<long long>(l.p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows, dev.sms);
+  SkinnyParams p = l.p;
+  p.splits = 1;
+  p.kc = p.k;
+  p.acc_scale = 1.f;
+  p.pairs = 0;
+  p.bal_q = grid.q;
+  p.bal_e = grid.e;
+  if (grid.e > 0) {
+    if (p.partial == nullptr || skinny_mmt_bal_partial_bytes(p.m, p.n, dev.sms) > l.partial_bytes ||
+        grid.e > kSkinnyBalMaxShared)
+      return cudaErrorInvalidValue;
+    if ((e = skinny_bal_counters(dev.ordinal, stream, &p.bal_count)) != cudaSuccess) return e;
+  }
+  int per_sm = 0;
+  if ((e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm)) != cudaSuccess) return e;
+  // One block per SM whatever else would fit: the balance is per block.
+  std::size_t launch_smem = smem;
+  if ((e = skinny_spread_smem(kernel, grid.blocks, per_sm, smem, dev, &launch_smem)) != cudaSuccess) return e;
+  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(grid.blocks)), dim3(kThreads), launch_smem, stream,
+                       skinny_pdl(dev), dim3(1, 1, 1), p, tm, tmx);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (e != cudaSuccess) (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
+  return e;
+}
+
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
-/// kSkinnyMmtShapes, l.p.n <= 16, sm_90; pair: the paired grid (skinny_mmt_pair_grid), 8 warps, a
-/// shape of kSkinnyMmtPairShapes.
+/// kSkinnyMmtShapes, l.p.n <= 16, sm_90; the paired grid (skinny_mmt_pair_grid) and the balanced one
+/// (skinny_mmt_bal_grid; unsplit, partial storage of skinny_mmt_bal_partial_bytes): 8 warps, a shape
+/// of kSkinnyMmtPairShapes.
 inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
-                              cudaStream_t stream, bool pair = false) {
+                              cudaStream_t stream, SkinnyMmtGrid grid = SkinnyMmtGrid::kTiles) {
   static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2,
                 "the dispatch below lists every shape index");
+  const bool pair = grid != SkinnyMmtGrid::kTiles;  // the paired and balanced grids share their shapes
   const int shape = skinny_mmt_shape_index(boxes, stages, pair);
   if (shape < 0 || (pair && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
+  if (grid == SkinnyMmtGrid::kBal && l.splits != 1) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
   if (e != cudaSuccess) return e;
@@ -434,6 +737,7 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
       if (pair) {
         return skinny_dispatch_int<0, 1>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtPairShapes[i.value];
+          if (grid == SkinnyMmtGrid::kBal) return skinny_mmt_bal_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, stream);
           return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtPairWarps, sh.boxes, sh.stages, true>(l, dev, stream);
         });
       }

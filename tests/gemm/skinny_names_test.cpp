@@ -46,8 +46,9 @@ TEST(SkinnyNames, EveryVariantRoundTrips) {
   // (6 split settings + 2 wave targets + 2 cluster sizes)); round 14: the TMA-fed kernel, 3 dtypes x
   // 2 warp counts x 3 ring shapes x (6 split settings + 2 wave targets); round 16: the wgmma
   // kernel, 3 dtypes x 3 ring shapes x (6 split settings + 2 wave targets); round 18: the paired
-  // TMA grid, 3 dtypes x 2 ring shapes x 3 split settings.
-  EXPECT_EQ(names.size(), 180u + 72u + 84u + 24u + 54u + 24u + 144u + 150u + 144u + 72u + 18u);
+  // TMA grid, 3 dtypes x 2 ring shapes x 3 split settings; round 20: the balanced TMA grid, 3 dtypes x
+  // 2 ring shapes, unsplit.
+  EXPECT_EQ(names.size(), 180u + 72u + 84u + 24u + 54u + 24u + 144u + 150u + 144u + 72u + 18u + 6u);
   const std::set<std::string> unique(names.begin(), names.end());
   EXPECT_EQ(unique.size(), names.size());
   const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
@@ -78,6 +79,8 @@ TEST(SkinnyNames, EveryVariantRoundTrips) {
   EXPECT_NE(unique.count("skinny_wgt_fp16_bm64_wk4_ks16_b8s2"), 0u);
   EXPECT_NE(unique.count("skinny_mmt_bf16_bm16_wk8_ks1_b8s3_pair"), 0u);
   EXPECT_NE(unique.count("skinny_mmt_fp8e4m3_bm16_wk8_ksauto_b8s4_pair"), 0u);
+  EXPECT_NE(unique.count("skinny_mmt_bf16_bm16_wk8_ks1_b8s4_bal"), 0u);
+  EXPECT_NE(unique.count("skinny_mmt_fp8e4m3_bm16_wk8_ks1_b8s3_bal"), 0u);
   // The first 180 names are the round-1 list, unchanged and in its order.
   EXPECT_EQ(names[0], "skinny_gemv_bf16_r1_t128_ksauto");
   EXPECT_EQ(names[179], "skinny_mma_fp8e4m3_bm32_wk8_ks16");
@@ -125,7 +128,15 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
                           "skinny_mmt_bf16_bm16_wk8_ks1_pair",
                           "skinny_mma_bf16_bm16_wk8_ks1_pair", "skinny_wgt_bf16_bm64_wk4_ks1_b4s3_pair",
                           "skinny_mmt_bf16_bm16_wk8_ks1_b8s3_pair_wc", "skinny_mmt_bf16_bm16_wk8_ks1_pair_b8s3",
-                          "skinny_mmt_bf16_bm16_wk8_ks1_b8s3pair"}) {
+                          "skinny_mmt_bf16_bm16_wk8_ks1_b8s3pair",
+                          // The balanced grid: 8 warps, the paired shapes, unsplit, alone, suffix last.
+                          "skinny_mmt_bf16_bm16_wk4_ks1_b8s3_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b8s2_bal",
+                          "skinny_mmt_bf16_bm16_wk8_ks1_b16s2_bal", "skinny_mmt_bf16_bm16_wk8_ksauto_b8s3_bal",
+                          "skinny_mmt_bf16_bm16_wk8_ks2_b8s3_bal", "skinny_mmt_bf16_bm16_wk8_ksw2_b8s3_bal",
+                          "skinny_mmt_bf16_bm16_wk8_ks1_b8s3_pair_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b8s3_bal_pair",
+                          "skinny_mmt_bf16_bm16_wk8_ks1_bal_b8s3", "skinny_mmt_bf16_bm16_wk8_ks1_b8s3_bal_wc",
+                          "skinny_mmt_bf16_bm16_wk8_ks1_bal", "skinny_mma_bf16_bm16_wk8_ks1_b8s3_bal",
+                          "skinny_wgt_bf16_bm64_wk4_ks1_b4s3_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b8s3bal"}) {
     EXPECT_EQ(skinny_gemm_provider()->from_name(bad, any), nullptr) << bad;
   }
 }
@@ -145,10 +156,11 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
         const std::string what = fmt::format("{} N={} K={} M={}", short_name(t), rows, k, tokens);
         // Huge weights at many tokens have no room for split-K workspace: only unsplit variants.
         EXPECT_GE(sols.size(), rows * tokens * 4 * 2 > (std::int64_t{32} << 20) ? 8u : 10u) << what;
-        // 63 (n <= 8), 66 (n 9-16) and 53 (n > 16) before filtering.
-        EXPECT_LE(sols.size(), tokens <= 8 ? 63u : tokens <= 16 ? 66u : 53u) << what;
+        // 65 (n <= 8), 68 (n 9-16) and 53 (n > 16) before filtering.
+        EXPECT_LE(sols.size(), tokens <= 8 ? 65u : tokens <= 16 ? 68u : 53u) << what;
         std::set<std::string> seen;
         bool gemv = false, mma = false, mmap = false, wc = false, mmt = false, pair = false;
+        int bal = 0;
         int wgt = 0;
         for (const auto& s : sols) {
           EXPECT_TRUE(seen.insert(s->name()).second) << "duplicate " << s->name();
@@ -164,6 +176,11 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
           mmt |= s->name().rfind("skinny_mmt_", 0) == 0;
           wgt += s->name().rfind("skinny_wgt_", 0) == 0;
           pair |= s->name().size() > 5 && s->name().compare(s->name().size() - 5, 5, "_pair") == 0;
+          if (s->name().size() > 4 && s->name().compare(s->name().size() - 4, 4, "_bal") == 0) {
+            ++bal;
+            // The partials of one 16 x n slice per block, never more blocks than 16-row tiles.
+            EXPECT_EQ(s->workspace_bytes(a), static_cast<std::size_t>((rows + 15) / 16 * 16 * tokens * 4)) << s->name();
+          }
           wc |= s->name().size() > 3 && s->name().compare(s->name().size() - 3, 3, "_wc") == 0;
         }
         EXPECT_EQ(gemv, tokens <= 8) << what;
@@ -172,6 +189,7 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
         EXPECT_TRUE(wc) << what;
         EXPECT_EQ(mmt, tokens <= 16) << what;
         EXPECT_EQ(pair, tokens <= 16) << what;
+        EXPECT_EQ(bal, tokens <= 16 ? 2 : 0) << what;
         // 6 wgmma candidates, less the 1 KB-per-row ring above 32 tokens (256 KB of shared memory)
         // and the split variants a huge weight has no workspace for.
         EXPECT_GE(wgt, 1) << what;
@@ -198,6 +216,9 @@ TEST(SkinnyNames, WorkspaceMatchesSplits) {
   EXPECT_EQ(p->from_name("skinny_mma_bf16_bm16_wk8_ksw2", big)->workspace_bytes(big), 0u);
   // Cluster split-K reduces in distributed shared memory.
   EXPECT_EQ(p->from_name("skinny_mmap_bf16_bm16_wk8_ksc4", a)->workspace_bytes(a), 0u);
+  // The balanced grid: one 16 x n fp32 slice per block, at most one block per tile (2300 rows: 144).
+  const GemmArgs odd = tn_problem(DataType::kBF16, 2300, 16, 16384);
+  EXPECT_EQ(p->from_name("skinny_mmt_bf16_bm16_wk8_ks1_b8s4_bal", odd)->workspace_bytes(odd), 144u * 16 * 16 * 4);
 }
 
 TEST(SkinnyNames, EnumerationRefusesOutOfScopeProblems) {

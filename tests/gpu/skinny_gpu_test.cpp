@@ -281,6 +281,26 @@ std::vector<Case> all_cases() {
     f.ep = Epilogue::kBias;
     v.push_back(f);
   }
+  // The balanced TMA grid (skinny_mmt_*_bal) on 132 SMs: 144 tiles (groups of 11 blocks share the last
+  // 12, 1-2 stages of K each) and 287 tiles (two whole tiles per block, groups of 5-6 share the last
+  // 23). The cases above give the groups more blocks than stages (empty slices).
+  {
+    Case bal;
+    bal.rows = 2300;
+    bal.k = 8192;
+    bal.tokens = 9;
+    bal.beta = 0.5;
+    bal.ldc_pad = 8;
+    v.push_back(bal);
+    Case f;
+    f.in = DataType::kF8E4M3;
+    f.op = GemmOp::kScaledGemm;
+    f.rows = 4580;
+    f.k = 8192;
+    f.tokens = 16;
+    f.ep = Epilogue::kBias;
+    v.push_back(f);
+  }
   {
     Case f;  // k = 1000 is not a multiple of 16 fp8 elements
     f.in = DataType::kF8E4M3;
@@ -426,7 +446,7 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
   const std::string prefix_mmt = fmt::format("skinny_mmt_{}_", short_name(c.in));
   // The wgmma kernel (skinny_wgt_*, sm_90a, n <= 64) likewise, counted on its own.
   const std::string prefix_wgt = fmt::format("skinny_wgt_{}_", short_name(c.in));
-  int ran_gemv = 0, ran_mma = 0, ran_mmt = 0, ran_wgt = 0, ran_pair = 0;
+  int ran_gemv = 0, ran_mma = 0, ran_mmt = 0, ran_wgt = 0, ran_pair = 0, ran_bal = 0;
   // TUNABLE_SKINNY_ONLY=<substring>: only the variants whose names hold it (the sanitizer runs, which
   // would take hours over every name); the per-family counts below are then not checked.
   const char* only = std::getenv("TUNABLE_SKINNY_ONLY");
@@ -447,7 +467,7 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     // The warp-contiguous suffix (_wc) changes the K order within a block, not what it accepts;
     // neither does the TMA ring's shape (_b<boxes>s<stages>, the last 5 or 6 characters).
     const bool wc = name.size() > 3 && name.compare(name.size() - 3, 3, "_wc") == 0;
-    const std::size_t end = is_mmt || is_wgt ? name.rfind("_b") : name.size() - (wc ? 3 : 0);
+    const std::size_t end = is_mmt || is_wgt ? name.find("_b", name.find("_ks")) : name.size() - (wc ? 3 : 0);
     const bool basic = name.find("_ksauto") != std::string::npos ||
                        name.find("_ksw") != std::string::npos || name.find("_ks1") + 4 == end;
     if (!can.is_ok()) {
@@ -502,6 +522,7 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     ran_mmt += is_mmt;
     ran_wgt += is_wgt;
     ran_pair += is_mmt && name.size() > 5 && name.compare(name.size() - 5, 5, "_pair") == 0;
+    ran_bal += is_mmt && name.size() > 4 && name.compare(name.size() - 4, 4, "_bal") == 0;
 
     HostArray out(c.out, c0.size());
     out.raw = got;
@@ -542,6 +563,7 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     if (cc >= 90 && c.tokens <= 16) {
       EXPECT_GT(ran_mmt, 0) << "no TMA-fed MMA variant ran";
       EXPECT_GT(ran_pair, 0) << "no paired TMA-fed MMA variant ran";
+      EXPECT_GT(ran_bal, 0) << "no balanced TMA-fed MMA variant ran";
     }
     if (cc == 90 && !(c.in == DataType::kF8E4M3 && c.out == DataType::kF32)) {
       EXPECT_GT(ran_wgt, 0) << "no wgmma variant ran";

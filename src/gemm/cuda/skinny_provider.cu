@@ -62,6 +62,8 @@ struct SkinnyConfig {
   int stages = 0;    ///< mmt, wgt: stages in the shared-memory ring
   bool pair = false; ///< mmt: one block per SM, the first (tiles - SMs) of them on two tiles (suffix "_pair";
                      ///< round 18)
+  bool bal = false;  ///< mmt: one block per SM, left-over tiles cut in K over groups of blocks, tokens by TMA
+                     ///< (suffix "_bal", unsplit; round 20)
 
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
@@ -72,8 +74,8 @@ struct SkinnyConfig {
       return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, ks);
     const bool ring = family == Family::kMmaTma || family == Family::kWgmma;
     const std::string shape = ring ? fmt::format("_b{}s{}", boxes, stages) : "";
-    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}", family_name(family), short_name(dtype), rows,
-                       width, ks, shape, pair ? "_pair" : "", wc ? "_wc" : "");
+    return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}{}", family_name(family), short_name(dtype), rows,
+                       width, ks, shape, pair ? "_pair" : "", bal ? "_bal" : "", wc ? "_wc" : "");
   }
 
   bool valid() const {
@@ -85,7 +87,8 @@ struct SkinnyConfig {
     if (cluster != 0 && (family != Family::kMmaPipe || splits != 0 || waves != 0)) return false;
     if (wc && (family == Family::kGemv || family == Family::kMmaTma || family == Family::kWgmma)) return false;
     if (pair && (family != Family::kMmaTma || width != kern::kSkinnyMmtPairWarps)) return false;
-    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages, pair) < 0
+    if (bal && (family != Family::kMmaTma || width != kern::kSkinnyMmtPairWarps || splits != 1 || pair)) return false;
+    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages, pair || bal) < 0
         : family == Family::kWgmma ? kern::skinny_wgt_shape_index(boxes, stages) < 0
                                     : boxes != 0 || stages != 0)
       return false;
@@ -100,7 +103,7 @@ struct SkinnyConfig {
   /// Inverse of name(); nullopt for anything name() would not have produced.
   static std::optional<SkinnyConfig> parse(const std::string& s) {
     static const std::regex re(
-        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_wc)?$");
+        "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w[0-9]|c[0-9]|[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_bal)?(_wc)?$");
     std::smatch m;
     if (!std::regex_match(s, m, re)) return std::nullopt;
     SkinnyConfig c;
@@ -121,7 +124,8 @@ struct SkinnyConfig {
     c.boxes = m[8].matched ? std::stoi(m[9].str()) : 0;
     c.stages = m[8].matched ? std::stoi(m[10].str()) : 0;
     c.pair = m[11].matched;
-    c.wc = m[12].matched;
+    c.bal = m[12].matched;
+    c.wc = m[13].matched;
     // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
     if (!c.valid() || c.name() != s) return std::nullopt;
     return c;
@@ -270,6 +274,10 @@ class SkinnySolution final : public Solution<GemmArgs> {
   std::size_t workspace_bytes(const GemmArgs& a) const override {
     const GemmDesc& d = a.desc;
     if (d.m < 1 || d.n < 1 || d.k < 1) return 0;
+    // The balanced grid's partials: one 16 x n slice per block, fewer blocks than tiles whenever a
+    // tile is left over (the SM count is the launcher's to know).
+    if (cfg_.bal)
+      return static_cast<std::size_t>((d.m + 15) / 16) * 16 * sizeof(float) * static_cast<std::size_t>(d.n);
     const std::int64_t s = split_bound(cfg_, d);
     return s > 1 ? static_cast<std::size_t>(s) * sizeof(float) * static_cast<std::size_t>(d.n) *
                        static_cast<std::size_t>(d.m)
@@ -332,8 +340,16 @@ class SkinnySolution final : public Solution<GemmArgs> {
         : cfg_.family == Family::kMmaPipe
             ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
         : cfg_.family == Family::kMmaTma
-            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream, cfg_.pair)
+            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream,
+                               cfg_.bal    ? kern::SkinnyMmtGrid::kBal
+                               : cfg_.pair ? kern::SkinnyMmtGrid::kPair
+                                           : kern::SkinnyMmtGrid::kTiles)
             : kern::skinny_wgt(skinny_in(d.dtype), cfg_.boxes, cfg_.stages, l, stream);
+    if (e == cudaErrorStreamCaptureUnsupported && cfg_.bal)
+      return not_supported(fmt::format(
+          "{}: its arrival counters for this stream are allocated at the stream's first call outside CUDA "
+          "graph capture; run it once on this stream before capturing",
+          name_));
     if (e == cudaErrorNotSupported)
       return not_supported(fmt::format(
           "{}: this device, build or driver lacks what it needs (tensor cores sm_80+, fp8 sm_89+, clusters "
@@ -357,8 +373,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
 /// that won there, and cluster split-K of mmap (ksc2/ksc4). Round 7: 16 warps on 16 rows; round 9:
 /// the plain MMA kernel with 16 warps on 32 rows above 8 tokens; round 11: warp-contiguous K
 /// order (_wc) of mma and mmap; round 14: the TMA-fed kernel (mmt, n <= 16); round 16: the wgmma
-/// kernel (wgt, 6); round 18: the paired mmt grid (2). At most 63 (n <= 8), 66 (n 9-16) and 53 (n > 16)
-/// before filtering.
+/// kernel (wgt, 6); round 18: the paired mmt grid (2); round 20: the balanced mmt grid (2). At most 65
+/// (n <= 8), 68 (n 9-16) and 53 (n > 16) before filtering.
 std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
   auto add = [&](Family f, int rows, int width, int splits) {
@@ -458,6 +474,11 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
     for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
       out.push_back(
           {Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages, true});
+    // Round 20: one block per SM with the tiles beyond a whole number per SM cut in K over groups of
+    // blocks, tokens by TMA (2304 x 16384: 1.09 tiles' bytes on every SM instead of 2 on 12 of them).
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
+      out.push_back({Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages,
+                     false, true});
   }
   // Round 16: warpgroup MMA on 64-row tiles, every ring shape unsplit and with automatic splits (each
   // won some 37-100 MB weight; wave-balanced and fixed 2-4 splits won nothing, NOTES round 16).
@@ -576,6 +597,13 @@ std::vector<std::string> skinny_gemm_variant_names() {
         names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtPairWarps, s, 0, 0, false, sh.boxes,
                                      sh.stages, true}
                             .name());
+  }
+  // Round 20: the balanced TMA kernel (unsplit only).
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
+      names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes,
+                                   sh.stages, false, true}
+                          .name());
   }
   return names;
 }
