@@ -30,7 +30,8 @@ struct ContextStats {
   std::uint64_t tuned = 0;      ///< problems tuned (a tuning loop ran)
   std::uint64_t hits = 0;       ///< calls served by a stored result
   std::uint64_t defaults = 0;   ///< calls that ran Default (disabled, tuning off, or in capture)
-  std::uint64_t fallbacks = 0;  ///< stored results that no longer applied and fell back to Default
+  std::uint64_t fallbacks = 0;  ///< stored results that no longer applied, or refused a call at run time
+                                ///< (kNotSupported before launching), and ran Default instead
 };
 
 /// Progress of a tuning loop, reported after every candidate.

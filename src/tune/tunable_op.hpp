@@ -67,8 +67,18 @@ class TunableOp final : public TunableOpBase {
     TUNABLE_RETURN_IF_ERROR(resolve(args, stream, /*force_tune=*/false, &c));
     // A tuned solution may not take these particular pointers (alignment); Default always can.
     if (c.from_result && (c.sol == h_.default_solution || c.sol->can_implement(args).is_ok())) {
-      ctx_.count_hit();
-      return dispatch(*c.sol, args, stream);
+      const Status st = dispatch(*c.sol, args, stream);
+      if (st.code() != StatusCode::kNotSupported || c.sol == h_.default_solution) {
+        ctx_.count_hit();
+        return st;
+      }
+      // What can_implement cannot see may still refuse the launch before it starts (the stream's
+      // state: a first call inside graph capture that would have to allocate; the driver): the call
+      // runs Default instead, logged and counted as a fallback.
+      ctx_.log().log(1, "{} refused {}({}) at run time ({}): Default", c.sol->name(), h_.op_signature,
+                     h_.params_signature(args), st.message());
+      ctx_.count_fallback();
+      return dispatch(*h_.default_solution, args, stream);
     }
     ctx_.count_default();
     return dispatch(*h_.default_solution, args, stream);

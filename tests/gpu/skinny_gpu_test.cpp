@@ -571,6 +571,83 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
   }
 }
 
+// The balanced grid's arrival counters (one set per stream, allocated at the stream's first
+// balanced launch outside graph capture): a first call inside capture is refused with a clear
+// message and launches nothing; after one call outside capture, captured calls replayed from a graph
+// give the same bits as the direct call (the counters return to zero at the end of every launch).
+TEST(SkinnyBal, CountersAcrossCaptureAndGraphReplays) {
+  int dev = 0, major = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  if (major < 9) GTEST_SKIP() << "the balanced TMA kernel needs sm_90";
+  // 12 tiles beyond one per SM, as llama3_405b_tp8 qkv on a 132-SM H100.
+  const std::int64_t m = 16 * (static_cast<std::int64_t>(sms) + 12), n = 8, k = 2048;
+  GemmDesc d = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, m, n, k);
+  DeviceBuffer da, db, dc;
+  ASSERT_TRUE(da.allocate(static_cast<std::size_t>(m * k * 2)).is_ok());
+  ASSERT_TRUE(db.allocate(static_cast<std::size_t>(n * k * 2)).is_ok());
+  ASSERT_TRUE(dc.allocate(static_cast<std::size_t>(m * n * 2)).is_ok());
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_TRUE(fill_random(da.get(), DataType::kBF16, static_cast<std::size_t>(m * k), 11, 1.f, s).is_ok());
+  ASSERT_TRUE(fill_random(db.get(), DataType::kBF16, static_cast<std::size_t>(n * k), 12, 1.f, s).is_ok());
+  GemmArgs args;
+  args.desc = d;
+  args.ops.a = da.get();
+  args.ops.b = db.get();
+  args.ops.c = dc.get();
+  const auto sol = skinny_gemm_provider()->from_name("skinny_mmt_bf16_bm16_wk8_ks1_b8s4_bal", args);
+  ASSERT_NE(sol, nullptr);
+  ASSERT_TRUE(sol->can_implement(args).is_ok());
+  DeviceBuffer ws;
+  const std::size_t wsb = sol->workspace_bytes(args);
+  ASSERT_GT(wsb, 0u);
+  ASSERT_TRUE(ws.allocate(wsb).is_ok());
+  auto capture = [&](cudaGraph_t* g) -> Status {
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess)
+      return Status(StatusCode::kCudaError, "begin capture");
+    const Status st = sol->run(args, ws.get(), wsb, s);
+    if (cudaStreamEndCapture(s, g) != cudaSuccess) return Status(StatusCode::kCudaError, "end capture");
+    return st;
+  };
+  cudaGraph_t g = nullptr;
+  const Status first = capture(&g);
+  EXPECT_EQ(first.code(), StatusCode::kNotSupported) << first.to_string();
+  EXPECT_NE(first.message().find("before capturing"), std::string::npos) << first.message();
+  if (g != nullptr) {
+    std::size_t nodes = 1;
+    ASSERT_EQ(cudaGraphGetNodes(g, nullptr, &nodes), cudaSuccess);
+    EXPECT_EQ(nodes, 0u) << "the refused call captured work";
+    ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  }
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+
+  const std::size_t bytes = static_cast<std::size_t>(m * n * 2);
+  std::vector<std::uint8_t> direct(bytes), replay(bytes);
+  ASSERT_TRUE(fill_nan(dc.get(), DataType::kBF16, static_cast<std::size_t>(m * n), s).is_ok());
+  ASSERT_TRUE(sol->run(args, ws.get(), wsb, s).is_ok());
+  ASSERT_EQ(cudaMemcpyAsync(direct.data(), dc.get(), bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  std::size_t nans = 0;
+  for (std::size_t i = 0; i < bytes; i += 2) nans += (direct[i + 1] & 0x7f) == 0x7f && (direct[i] & 0x80) != 0;
+  EXPECT_EQ(nans, 0u) << "the direct call left outputs unwritten";
+
+  ASSERT_TRUE(capture(&g).is_ok());
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+  for (int rep = 0; rep < 3; ++rep) {
+    ASSERT_TRUE(fill_nan(dc.get(), DataType::kBF16, static_cast<std::size_t>(m * n), s).is_ok());
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(replay.data(), dc.get(), bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_TRUE(replay == direct) << "graph replay " << rep << " gave other bits than the direct call";
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, SkinnyGpu, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name(); });
 

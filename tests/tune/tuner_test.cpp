@@ -27,14 +27,15 @@ struct Clock {
 class FakeSolution final : public Solution<FakeArgs> {
  public:
   FakeSolution(Clock& clock, std::string name, double value, std::vector<double> times,
-               bool supported = true)
+               bool supported = true, bool refuses_run = false)
       : clock_(clock), name_(std::move(name)), value_(value), times_(std::move(times)),
-        supported_(supported) {}
+        supported_(supported), refuses_run_(refuses_run) {}
   const std::string& name() const override { return name_; }
   Status can_implement(const FakeArgs&) const override {
     return supported_ ? Status::ok() : Status(StatusCode::kNotSupported, "fake says no");
   }
   Status run(const FakeArgs& a, void*, std::size_t, Stream) const override {
+    if (refuses_run_) return Status(StatusCode::kNotSupported, "fake refuses this stream");
     *a.out = value_;
     int n = clock_.calls[name_]++;
     clock_.last_ms = times_[n % times_.size()];
@@ -47,6 +48,7 @@ class FakeSolution final : public Solution<FakeArgs> {
   double value_;
   std::vector<double> times_;
   bool supported_;
+  bool refuses_run_;
 };
 
 class FakeTimer final : public Timer {
@@ -303,11 +305,12 @@ struct OpFixture : ::testing::Test {
         return Status::ok();
       }
       SolutionPtr<FakeArgs> from_name(const std::string& n, const FakeArgs&) const override {
-        return n == "fast" || n == "wrong" ? make(n) : nullptr;
+        return n == "fast" || n == "wrong" || n == "refuser" ? make(n) : nullptr;
       }
       SolutionPtr<FakeArgs> make(const std::string& n) const {
         return std::make_shared<FakeSolution>(*c, n, n == "wrong" ? 7.0 : 1.0,
-                                              std::vector<double>{n == "wrong" ? 0.01 : 0.5});
+                                              std::vector<double>{n == "wrong" ? 0.01 : 0.5}, true,
+                                              n == "refuser");
       }
     };
     auto p = std::make_shared<P>();
@@ -366,6 +369,22 @@ TEST_F(OpFixture, UnknownStoredSolutionFallsBackToDefault) {
   EXPECT_EQ(ctx.stats().fallbacks, 1u);
   EXPECT_EQ(clock.calls["Default"], 1);
   EXPECT_EQ(ctx.stats().tuned, 0u);
+}
+
+TEST_F(OpFixture, RunTimeRefusalOfAStoredSolutionRunsDefault) {
+  // can_implement accepts, run refuses before launching (e.g. a first call inside graph capture that
+  // would have to allocate): the call still succeeds, on Default, and counts as a fallback.
+  test::write_text(dir.file("fake_cpu.csv"), "Validator,V,1\nFakeTunableOp_float,size_4,refuser,0.1\n");
+  ContextImpl ctx(Device::cpu(), opts(), {{"V", "1"}});
+  TunableOp<FakeArgs> op(ctx, hooks());
+  double out = 0;
+  ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());
+  EXPECT_EQ(out, 1.0);
+  EXPECT_EQ(clock.calls["Default"], 1);
+  EXPECT_EQ(ctx.stats().fallbacks, 1u);
+  EXPECT_EQ(ctx.stats().hits, 0u);
+  // The stored result stays: a later call may be able to use it.
+  EXPECT_EQ(ctx.find("FakeTunableOp_float", "size_4")->solution, "refuser");
 }
 
 TEST_F(OpFixture, DisabledRunsDefaultWithoutLookup) {
