@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
-  bool graph = false, spread = false, x_alias = false, pair = false, bal = false;
+  bool graph = false, spread = false, x_alias = false, pair = false, bal = false, fp8 = false;
   app.add_option("--n", n, "weight rows (N of F.linear)");
   app.add_option("--k", k, "reduction length");
   app.add_option("--m", m, "tokens");
@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
                "every token reads x's first row (ldb = 0): the same weight stream with ~1/8 of the activation "
                "traffic from L2, to measure what that traffic costs (not a real GEMM; checked against mmap on the "
                "same aliased x)");
+  app.add_flag("--fp8", fp8, "weights and tokens in fp8 e4m3 (output bf16, no scales) instead of bf16");
   app.add_option("--out", out, "JSON file for the per-call numbers");
   CLI11_PARSE(app, argc, argv);
 
@@ -102,17 +103,21 @@ int main(int argc, char** argv) {
     set(reinterpret_cast<const void*>(skinny_mma_kernel<Tr, 1, 2, 8, false>));
     std::printf("carve-out hint %d %% shared memory\n", carveout);
   }
-  const size_t wbytes = size_t(n) * k * 2;
+  using tunable::kernels::SkinnyIn;
+  const SkinnyIn in = fp8 ? SkinnyIn::kE4M3 : SkinnyIn::kBF16;
+  const tunable::DataType in_type = fp8 ? tunable::DataType::kF8E4M3 : tunable::DataType::kBF16;
+  const size_t eb = fp8 ? 1 : 2;  // bytes per input element; y is bf16 either way
+  const size_t wbytes = size_t(n) * k * eb;
   const int copies = std::max(2, static_cast<int>(rotate_mb * 1e6 / wbytes + 1));
   std::vector<void*> w(copies);
   for (auto& p : w) {
     check(cudaMalloc(&p, wbytes), "weight");
-    check(tunable::fill_random(p, tunable::DataType::kBF16, wbytes / 2, 7 + (&p - w.data()), 1.f, nullptr), "fill");
+    check(tunable::fill_random(p, in_type, wbytes / eb, 7 + (&p - w.data()), 1.f, nullptr), "fill");
   }
   void *x, *y;
-  check(cudaMalloc(&x, size_t(m) * k * 2), "x");
+  check(cudaMalloc(&x, size_t(m) * k * eb), "x");
   check(cudaMalloc(&y, size_t(m) * n * 2), "y");
-  check(tunable::fill_random(x, tunable::DataType::kBF16, size_t(m) * k, 99, 1.f, nullptr), "fill");
+  check(tunable::fill_random(x, in_type, size_t(m) * k, 99, 1.f, nullptr), "fill");
   const unsigned cap = 1u << 20;
   SkinnyTraceRec* rec;
   check(cudaMalloc(&rec, cap * sizeof(SkinnyTraceRec)), "trace");
@@ -145,15 +150,15 @@ int main(int argc, char** argv) {
   auto launch_kind = [&](const std::string& kind, int c, void* out) {
     using namespace tunable::kernels;
     const SkinnyLaunch l = problem(c, out);
-    const cudaError_t e = kind == "gemv"   ? skinny_gemv(SkinnyIn::kBF16, rows, warps * 32, l, s)
+    const cudaError_t e = kind == "gemv"   ? skinny_gemv(in, rows, warps * 32, l, s)
                           : kind == "mma" || kind == "mmawc"
-                              ? skinny_mma(SkinnyIn::kBF16, rows, warps, kind == "mmawc", l, s)
-                          : kind == "ref"  ? skinny_mmap(SkinnyIn::kBF16, 16, 8, false, l, s)
-                          : kind == "mmt"  ? skinny_mmt(SkinnyIn::kBF16, warps, boxes, stages, l, s,
+                              ? skinny_mma(in, rows, warps, kind == "mmawc", l, s)
+                          : kind == "ref"  ? skinny_mmap(in, 16, 8, false, l, s)
+                          : kind == "mmt"  ? skinny_mmt(in, warps, boxes, stages, l, s,
                                                        bal    ? SkinnyMmtGrid::kBal
                                                        : pair ? SkinnyMmtGrid::kPair
                                                               : SkinnyMmtGrid::kTiles)
-                                           : skinny_mmap(SkinnyIn::kBF16, rows, warps, kind == "mmapwc", l, s);
+                                           : skinny_mmap(in, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };
   auto launch = [&](int c) { launch_kind(kernel, c, y); };
@@ -315,13 +320,13 @@ int main(int argc, char** argv) {
   }
   double bw = 0;
   check(tunable::measure_copy_bandwidth(s, &bw), "copy bandwidth");
-  const double floor_us = (wbytes + size_t(m) * k * 2 + size_t(m) * n * 2) / bw * 1e6;
+  const double floor_us = (wbytes + size_t(m) * k * eb + size_t(m) * n * 2) / bw * 1e6;
   std::printf(
       "%s%s bm/rpw %d warps %d  n %d k %d m %d  %s%s: %.2f us/call by events (%d calls, %zu traced, %zu blocks/call)\n"
       "  timer step %llu ns; medians over steady calls (ns): period %.0f | release after predecessor %.0f | "
       "wait spread %.0f | release->median exit %.0f | median->last exit (tail) %.0f | block busy %.0f | "
       "blocks resident before predecessor ended %.0f | floor at %.2f TB/s %.0f\n",
-      kernel.c_str(), pair ? " pair" : bal ? " bal" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
+      kernel.c_str(), fp8 ? (pair ? " pair fp8" : bal ? " bal fp8" : " fp8") : pair ? " pair" : bal ? " bal" : "", rows, warps, n, k, m, graph ? "graph" : "stream", x_alias ? " x-alias" : "", ms * 1e3 / calls, calls, call.size(),
       call.empty() ? size_t(0) : call[call.size() / 2].size(), tick, median(period), median(release),
       median(wait_spread), median(stream_med), median(tail), median(busy), median(early), bw / 1e12,
       floor_us * 1e3);
@@ -331,7 +336,7 @@ int main(int argc, char** argv) {
       median(sm_p10), median(sm_p50), median(sm_p90), median(sm_last), median(sms_used), median(sm_two));
   if (!out.empty()) {
     std::ofstream(out) << nlohmann::json{{"kernel", kernel}, {"rows", rows}, {"warps", warps}, {"n", n},
-                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"bal", bal}, {"us_per_call", ms * 1e3 / calls},
+                                         {"k", k}, {"m", m}, {"graph", graph}, {"x_alias", x_alias}, {"pair", pair}, {"bal", bal}, {"fp8", fp8}, {"us_per_call", ms * 1e3 / calls},
                                          {"timer_step_ns", tick}, {"copy_bytes_per_s", bw},
                                          {"calls", js}}
                               .dump(1);
