@@ -389,7 +389,7 @@ __global__ void __launch_bounds__((KW + 2) * 32)
   using namespace skinny_tma;
   constexpr int kStageBytes = stage_bytes(Boxes);  // the weight's boxes of a stage
   constexpr int kXBoxBytes = 8 * WN * kBoxBytes;   // one token box
-  constexpr int kSlotBytes = kStageBytes + Boxes * kXBoxBytes;
+  constexpr int kSlotBytes = kStageBytes + skinny_mmt_x_stage_bytes(WN, Boxes);  // as skinny_mmt_smem sizes it
   constexpr int kGroups = Boxes * 2;  // 64-byte groups per stage (one lane quad each)
   static_assert(kGroups % KW == 0, "every consumer warp takes the same number of groups per stage");
   constexpr int kBoxElems = kBoxBytes / Tr::kBytes;
@@ -594,7 +594,7 @@ cudaError_t skinny_tensor_map_2d(const void* base, int cols, int rows, long long
 
 /// The launch the TMA-fed kernels (mmt, wgt) share: `blocks0` row blocks x the planned K splits,
 /// the occupancy cap when l.spread asks for it, PDL, the kernel's parameters (l.p, with the
-/// caller's pairs) followed by its tensor maps, and the split-K reduction after it.
+/// caller's grid fields) followed by its tensor maps, and the split-K reduction after it.
 template <class Kernel, class... Maps>
 cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, long long blocks0, int granule,
                               const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream,
@@ -691,29 +691,18 @@ cudaError_t skinny_mmt_bal_launch(const SkinnyLaunch& l, const SkinnyDevice& dev
     return e;
   const SkinnyBalGrid grid =
       skinny_mmt_bal_grid((static_cast<long long>(l.p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows, dev.sms);
-  SkinnyParams p = l.p;
-  p.splits = 1;
-  p.kc = p.k;
-  p.acc_scale = 1.f;
-  p.pairs = 0;
-  p.bal_q = grid.q;
-  p.bal_e = grid.e;
+  SkinnyLaunch lp = l;
+  lp.p.bal_q = grid.q;
+  lp.p.bal_e = grid.e;
   if (grid.e > 0) {
-    if (p.partial == nullptr || skinny_mmt_bal_partial_bytes(p.m, p.n, dev.sms) > l.partial_bytes ||
+    if (lp.p.partial == nullptr || skinny_mmt_bal_partial_bytes(lp.p.m, lp.p.n, dev.sms) > l.partial_bytes ||
         grid.e > kSkinnyBalMaxShared)
       return cudaErrorInvalidValue;
-    if ((e = skinny_bal_counters(dev.ordinal, stream, &p.bal_count)) != cudaSuccess) return e;
+    if ((e = skinny_bal_counters(dev.ordinal, stream, &lp.p.bal_count)) != cudaSuccess) return e;
   }
-  int per_sm = 0;
-  if ((e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm)) != cudaSuccess) return e;
-  // One block per SM whatever else would fit: the balance is per block.
-  std::size_t launch_smem = smem;
-  if ((e = skinny_spread_smem(kernel, grid.blocks, per_sm, smem, dev, &launch_smem)) != cudaSuccess) return e;
-  e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(grid.blocks)), dim3(kThreads), launch_smem, stream,
-                       skinny_pdl(dev), dim3(1, 1, 1), p, tm, tmx);
-  if (e == cudaSuccess) e = cudaGetLastError();
-  if (e != cudaSuccess) (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
-  return e;
+  lp.spread = true;  // one block per SM whatever else would fit: the balance is per block
+  return skinny_tma_launch(kernel, kThreads, smem, grid.blocks, skinny_mmt_granule(Tr::kVec, Boxes), lp, dev,
+                           stream, tm, tmx);
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
@@ -724,9 +713,9 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
                               cudaStream_t stream, SkinnyMmtGrid grid = SkinnyMmtGrid::kTiles) {
   static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2,
                 "the dispatch below lists every shape index");
-  const bool pair = grid != SkinnyMmtGrid::kTiles;  // the paired and balanced grids share their shapes
-  const int shape = skinny_mmt_shape_index(boxes, stages, pair);
-  if (shape < 0 || (pair && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
+  const bool per_sm = grid != SkinnyMmtGrid::kTiles;  // the paired and balanced grids share their shapes
+  const int shape = skinny_mmt_shape_index(boxes, stages, per_sm);
+  if (shape < 0 || (per_sm && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
   if (grid == SkinnyMmtGrid::kBal && l.splits != 1) return cudaErrorInvalidValue;
   SkinnyDevice dev;
   cudaError_t e = skinny_device(&dev);
@@ -734,7 +723,7 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-      if (pair) {
+      if (per_sm) {
         return skinny_dispatch_int<0, 1>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtPairShapes[i.value];
           if (grid == SkinnyMmtGrid::kBal) return skinny_mmt_bal_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, stream);
