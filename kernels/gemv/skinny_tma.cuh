@@ -145,6 +145,20 @@ __device__ __forceinline__ void ring_produce(int stages, std::uint64_t (&full)[S
   }
 }
 
+/// A consumer warp's release of a ring slot it read with ordinary (generic-proxy) shared-memory loads:
+/// the slot's next fill is a TMA write (async proxy), and without a proxy fence between the two the
+/// write may overtake the reads. Round 21 measured it: an 8 x 6 paired ring at 16 tokens changed bits
+/// in 2-100 % of launches (compute-sanitizer clean, the sanitizers serialise the timing away), none
+/// with the fence, which costs 0-2 %. The wgmma kernel reads its slots through the async proxy
+/// (wgmma) and waits for them before its release, so it needs no fence.
+__device__ __forceinline__ void ring_release(std::uint64_t* empty_bar, int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty_bar);
+}
+
 /// 16 bytes of row r, 16-byte chunk c of a 16 x 128-byte box stored with the 128-byte swizzle
 /// (chunk c of row r sits at chunk c ^ (r % 8); the box is 1024-byte aligned). A quarter warp
 /// (lanes g in {2j, 2j + 1}, t in 0..3) reads chunks 2t + h of rows g: rows 2j and 2j + 1 land on
@@ -228,8 +242,12 @@ struct SkinnyRingShape {
 /// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
 inline constexpr SkinnyRingShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
 /// The paired kernel's shapes (8 consumer warps only: 4 lost on 2304 x 16384 in every unpaired run):
-/// 1 KB of each row per stage x 3 or 4 (round 18: x 2 left the two-tile blocks 2 us behind).
+/// 1 KB of each row per stage x 3 or 4 (round 18: x 2 left the two-tile blocks 2 us behind; round 21:
+/// x 6 no faster than x 4).
 inline constexpr SkinnyRingShape kSkinnyMmtPairShapes[] = {{8, 3}, {8, 4}};
+/// The balanced kernel's shapes (8 consumer warps): the paired ones and x 6 (round 21: 1-2 % faster
+/// than x 4 on 2304 x 16384, where each block streams one tile and a slice alone).
+inline constexpr SkinnyRingShape kSkinnyMmtBalShapes[] = {{8, 3}, {8, 4}, {8, 6}};
 constexpr int kSkinnyMmtPairWarps = 8;
 
 /// Index of (boxes, stages) in a list of built ring shapes, -1 when not in it.
@@ -240,10 +258,12 @@ constexpr int skinny_shape_index(const SkinnyRingShape (&shapes)[N], int boxes, 
   return -1;
 }
 
-/// Index of (boxes, stages) in kSkinnyMmtShapes (kSkinnyMmtPairShapes when pair), -1 when not built.
-constexpr int skinny_mmt_shape_index(int boxes, int stages, bool pair = false) {
-  return pair ? skinny_shape_index(kSkinnyMmtPairShapes, boxes, stages)
-              : skinny_shape_index(kSkinnyMmtShapes, boxes, stages);
+/// Index of (boxes, stages) in the shape list of `grid` (kSkinnyMmtShapes, kSkinnyMmtPairShapes,
+/// kSkinnyMmtBalShapes), -1 when not built.
+constexpr int skinny_mmt_shape_index(int boxes, int stages, SkinnyMmtGrid grid = SkinnyMmtGrid::kTiles) {
+  return grid == SkinnyMmtGrid::kPair  ? skinny_shape_index(kSkinnyMmtPairShapes, boxes, stages)
+         : grid == SkinnyMmtGrid::kBal ? skinny_shape_index(kSkinnyMmtBalShapes, boxes, stages)
+                                       : skinny_shape_index(kSkinnyMmtShapes, boxes, stages);
 }
 
 /// WN: 8-token MMA tiles (n <= 8 * WN), KW: consumer warps (the block has KW + 1 warps), Boxes x
@@ -346,8 +366,7 @@ __global__ void __launch_bounds__((KW + 1) * 32)
           for (int nt = 0; nt < WN; ++nt) mma_vec<Tr>(acc[mt][nt], a0, a1, xb[i][nt]);
         }
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
+      ring_release(&empty[slot], lane);
     };
     // x one stage ahead in two named register sets (no moves between stages).
     uint4 x0[kPerWarp][WN], x1[kPerWarp][WN];
@@ -503,8 +522,7 @@ __global__ void __launch_bounds__((KW + 2) * 32)
 #pragma unroll
         for (int nt = 0; nt < WN; ++nt) mma_vec<Tr>(acc[nt], a0, a1, lds_swizzled(xs, nt * 8 + g, c));
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
+      ring_release(&empty[slot], lane);
     };
     const int ntok = min(kTok, p.n);
     const float scale = result_scale(p);
@@ -706,15 +724,16 @@ cudaError_t skinny_mmt_bal_launch(const SkinnyLaunch& l, const SkinnyDevice& dev
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
-/// kSkinnyMmtShapes, l.p.n <= 16, sm_90; the paired grid (skinny_mmt_pair_grid) and the balanced one
-/// (skinny_mmt_bal_grid; unsplit, partial storage of skinny_mmt_bal_partial_bytes): 8 warps, a shape
-/// of kSkinnyMmtPairShapes.
+/// kSkinnyMmtShapes, l.p.n <= 16, sm_90; the paired grid (skinny_mmt_pair_grid: 8 warps, a shape of
+/// kSkinnyMmtPairShapes) and the balanced one (skinny_mmt_bal_grid: unsplit, partial storage of
+/// skinny_mmt_bal_partial_bytes, 8 warps, a shape of kSkinnyMmtBalShapes).
 inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
                               cudaStream_t stream, SkinnyMmtGrid grid = SkinnyMmtGrid::kTiles) {
-  static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2,
+  static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2 &&
+                    std::size(kSkinnyMmtBalShapes) == 3,
                 "the dispatch below lists every shape index");
-  const bool per_sm = grid != SkinnyMmtGrid::kTiles;  // the paired and balanced grids share their shapes
-  const int shape = skinny_mmt_shape_index(boxes, stages, per_sm);
+  const bool per_sm = grid != SkinnyMmtGrid::kTiles;  // one block per SM: the paired and balanced grids
+  const int shape = skinny_mmt_shape_index(boxes, stages, grid);
   if (shape < 0 || (per_sm && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
   if (grid == SkinnyMmtGrid::kBal && l.splits != 1) return cudaErrorInvalidValue;
   SkinnyDevice dev;
@@ -723,10 +742,15 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-      if (per_sm) {
+      if (grid == SkinnyMmtGrid::kBal) {
+        return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
+          constexpr SkinnyRingShape sh = kSkinnyMmtBalShapes[i.value];
+          return skinny_mmt_bal_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, stream);
+        });
+      }
+      if (grid == SkinnyMmtGrid::kPair) {
         return skinny_dispatch_int<0, 1>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtPairShapes[i.value];
-          if (grid == SkinnyMmtGrid::kBal) return skinny_mmt_bal_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, stream);
           return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtPairWarps, sh.boxes, sh.stages, true>(l, dev, stream);
         });
       }

@@ -65,6 +65,10 @@ struct SkinnyConfig {
   bool bal = false;  ///< mmt: one block per SM, left-over tiles cut in K over groups of blocks, tokens by TMA
                      ///< (suffix "_bal", unsplit; round 20)
 
+  kern::SkinnyMmtGrid mmt_grid() const {
+    return bal ? kern::SkinnyMmtGrid::kBal : pair ? kern::SkinnyMmtGrid::kPair : kern::SkinnyMmtGrid::kTiles;
+  }
+
   std::string name() const {
     const std::string ks = splits != 0    ? std::to_string(splits)
                            : waves != 0   ? fmt::format("w{}", waves)
@@ -88,7 +92,7 @@ struct SkinnyConfig {
     if (wc && (family == Family::kGemv || family == Family::kMmaTma || family == Family::kWgmma)) return false;
     if (pair && (family != Family::kMmaTma || width != kern::kSkinnyMmtPairWarps)) return false;
     if (bal && (family != Family::kMmaTma || width != kern::kSkinnyMmtPairWarps || splits != 1 || pair)) return false;
-    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages, pair || bal) < 0
+    if (family == Family::kMmaTma   ? kern::skinny_mmt_shape_index(boxes, stages, mmt_grid()) < 0
         : family == Family::kWgmma ? kern::skinny_wgt_shape_index(boxes, stages) < 0
                                     : boxes != 0 || stages != 0)
       return false;
@@ -340,10 +344,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
         : cfg_.family == Family::kMmaPipe
             ? kern::skinny_mmap(skinny_in(d.dtype), cfg_.rows, cfg_.width, cfg_.wc, l, stream)
         : cfg_.family == Family::kMmaTma
-            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream,
-                               cfg_.bal    ? kern::SkinnyMmtGrid::kBal
-                               : cfg_.pair ? kern::SkinnyMmtGrid::kPair
-                                           : kern::SkinnyMmtGrid::kTiles)
+            ? kern::skinny_mmt(skinny_in(d.dtype), cfg_.width, cfg_.boxes, cfg_.stages, l, stream, cfg_.mmt_grid())
             : kern::skinny_wgt(skinny_in(d.dtype), cfg_.boxes, cfg_.stages, l, stream);
     if (e == cudaErrorStreamCaptureUnsupported && cfg_.bal)
       return not_supported(fmt::format(
@@ -476,7 +477,7 @@ std::vector<SkinnyConfig> candidate_configs(const GemmDesc& d) {
           {Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages, true});
     // Round 20: one block per SM with the tiles beyond a whole number per SM cut in K over groups of
     // blocks, tokens by TMA (2304 x 16384: 1.09 tiles' bytes on every SM instead of 2 on 12 of them).
-    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtBalShapes)
       out.push_back({Family::kMmaTma, d.dtype, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes, sh.stages,
                      false, true});
   }
@@ -600,7 +601,7 @@ std::vector<std::string> skinny_gemm_variant_names() {
   }
   // Round 20: the balanced TMA kernel (unsplit only).
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
-    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtPairShapes)
+    for (const kern::SkinnyRingShape& sh : kern::kSkinnyMmtBalShapes)
       names.push_back(SkinnyConfig{Family::kMmaTma, t, 16, kern::kSkinnyMmtPairWarps, 1, 0, 0, false, sh.boxes,
                                    sh.stages, false, true}
                           .name());
