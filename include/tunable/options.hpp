@@ -47,6 +47,12 @@ struct Options {
   /// TUNABLE_MAX_WARMUP_ITERATIONS (default 10; 0 = no iteration cap). When both warmup caps are 0
   /// no warmup runs.
   int max_warmup_iterations = 10;
+  /// TUNABLE_GRAPH_TIEBREAK (0/1, default 1). GPU: when candidates finish the final round within 1 %
+  /// of the fastest back-to-back (a tie at the timer's resolution), each is timed again as replays of
+  /// a CUDA graph of calls, and the fastest there wins (decode runs in graphs; picks within a tie
+  /// back-to-back measured 2-3 % apart in graphs). Off, or where the calls cannot be captured: the
+  /// back-to-back choice, as TunableOp makes it.
+  bool graph_tiebreak = true;
   /// TUNABLE_ROTATING_BUFFER_SIZE (MiB, default -1). -1: rotate enough input copies that their
   /// total exceeds eight times the L2 for GPU GEMMs (twice measured too fast on an H100), twice the
   /// L2 for the fused ops and twice the LLC on the CPU; 0: one copy, no rotation; N > 0: at least

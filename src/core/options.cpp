@@ -95,6 +95,7 @@ Options Options::from_environment() {
   if (get("TUNABLE_MAX_WARMUP_ITERATIONS", &v))
     o.max_warmup_iterations =
         static_cast<int>(parse_int("TUNABLE_MAX_WARMUP_ITERATIONS", v, 0, 1000000000));
+  if (get("TUNABLE_GRAPH_TIEBREAK", &v)) o.graph_tiebreak = parse_bool("TUNABLE_GRAPH_TIEBREAK", v);
   if (get("TUNABLE_ROTATING_BUFFER_SIZE", &v))
     o.rotating_buffer_size_mib =
         static_cast<int>(parse_int("TUNABLE_ROTATING_BUFFER_SIZE", v, -1, 1 << 20));

@@ -117,8 +117,13 @@ class EventTimer final : public Timer {
         group_(group >= 1 && kCallsPerPrime % group == 0 ? group : kGroup) {}
   Status time_calls(int n, const std::function<Status(int)>& fn,
                     std::vector<double>* times) override;
+  /// Captures the n calls on the timer's stream (thread-local capture mode), replays the graph once
+  /// untimed and then `replays` times between events.
+  Status time_graph(int n, const std::function<Status(int)>& fn, int replays,
+                    std::vector<double>* times) override;
 
  private:
+  Status ensure_events(int count);
 
   cudaStream_t stream_;
   int prime_ns_per_call_;

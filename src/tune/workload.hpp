@@ -39,6 +39,14 @@ class Timer {
   /// Calls fn(i) for i in [0, n) back to back and appends each call's time in ms to `times`.
   virtual Status time_calls(int n, const std::function<Status(int)>& fn,
                             std::vector<double>* times) = 0;
+  /// Records fn(i) for i in [0, n) once into a CUDA graph, replays it `replays` times and appends
+  /// each replay's time per call in ms. kNotSupported where there are no graphs (the host timer) or
+  /// the calls cannot be captured; the tuner then keeps its back-to-back choice.
+  virtual Status time_graph(int n, const std::function<Status(int)>& fn, int replays,
+                            std::vector<double>* times) {
+    (void)n, (void)fn, (void)replays, (void)times;
+    return Status(StatusCode::kNotSupported, "this timer does not replay graphs");
+  }
 };
 
 /// Host wall-clock timer for synchronous (CPU) solutions.

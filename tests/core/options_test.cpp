@@ -18,6 +18,7 @@ TEST(Options, DefaultsWithoutEnvironment) {
   EXPECT_DOUBLE_EQ(o.max_tuning_duration_ms, 30.0);
   EXPECT_EQ(o.max_tuning_iterations, 100);
   EXPECT_EQ(o.rotating_buffer_size_mib, -1);
+  EXPECT_TRUE(o.graph_tiebreak);
 }
 
 TEST(Options, ReadsEveryVariable) {
@@ -27,7 +28,7 @@ TEST(Options, ReadsEveryVariable) {
       e7("TUNABLE_MAX_TUNING_DURATION_MS", "12.5"), e8("TUNABLE_MAX_TUNING_ITERATIONS", "7"),
       e9("TUNABLE_MAX_WARMUP_DURATION_MS", "2"), e10("TUNABLE_MAX_WARMUP_ITERATIONS", "3"),
       e11("TUNABLE_ROTATING_BUFFER_SIZE", "64"), e12("TUNABLE_RECORD_UNTUNED", "1"),
-      e13("TUNABLE_UNTUNED_FILENAME", "u.csv");
+      e13("TUNABLE_UNTUNED_FILENAME", "u.csv"), e14("TUNABLE_GRAPH_TIEBREAK", "0");
   Options o = Options::from_environment();
   EXPECT_TRUE(o.enabled);
   EXPECT_FALSE(o.tuning);
@@ -42,6 +43,7 @@ TEST(Options, ReadsEveryVariable) {
   EXPECT_EQ(o.rotating_buffer_size_mib, 64);
   EXPECT_TRUE(o.record_untuned);
   EXPECT_EQ(o.untuned_filename, "u.csv");
+  EXPECT_FALSE(o.graph_tiebreak);
 }
 
 TEST(Options, NumericalCheckTolerancePair) {
@@ -76,6 +78,7 @@ TEST_P(BadEnv, ErrorNamesVariableAndValue) {
 INSTANTIATE_TEST_SUITE_P(
     Options, BadEnv,
     ::testing::Values(BadEnvCase{"TUNABLE_ENABLED", "maybe"}, BadEnvCase{"TUNABLE_TUNING", "2"},
+                      BadEnvCase{"TUNABLE_GRAPH_TIEBREAK", "yes please"},
                       BadEnvCase{"TUNABLE_VERBOSE", "4"}, BadEnvCase{"TUNABLE_VERBOSE", "-1"},
                       BadEnvCase{"TUNABLE_VERBOSE", "1x"},
                       BadEnvCase{"TUNABLE_MAX_TUNING_DURATION_MS", "fast"},

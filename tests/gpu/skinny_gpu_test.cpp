@@ -575,14 +575,22 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
 // balanced launch outside graph capture): a first call inside capture is refused with a clear
 // message and launches nothing; after one call outside capture, captured calls replayed from a graph
 // give the same bits as the direct call (the counters return to zero at the end of every launch).
-TEST(SkinnyBal, CountersAcrossCaptureAndGraphReplays) {
-  int dev = 0, major = 0, sms = 0;
+/// The current device's compute capability major and SM count.
+void device_shape(int* major, int* sms) {
+  int dev = 0;
   ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+}
+
+/// Weight rows of a grid with 12 16-row tiles beyond one per SM, as llama3_405b_tp8 qkv on an H100.
+std::int64_t rows_twelve_tiles_over(int sms) { return 16 * (static_cast<std::int64_t>(sms) + 12); }
+
+TEST(SkinnyBal, CountersAcrossCaptureAndGraphReplays) {
+  int major = 0, sms = 0;
+  device_shape(&major, &sms);
   if (major < 9) GTEST_SKIP() << "the balanced TMA kernel needs sm_90";
-  // 12 tiles beyond one per SM, as llama3_405b_tp8 qkv on a 132-SM H100.
-  const std::int64_t m = 16 * (static_cast<std::int64_t>(sms) + 12), n = 8, k = 2048;
+  const std::int64_t m = rows_twelve_tiles_over(sms), n = 8, k = 2048;
   GemmDesc d = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, m, n, k);
   DeviceBuffer da, db, dc;
   ASSERT_TRUE(da.allocate(static_cast<std::size_t>(m * k * 2)).is_ok());
@@ -654,12 +662,10 @@ TEST(SkinnyBal, CountersAcrossCaptureAndGraphReplays) {
 // ring whose slots were refilled by TMA without a proxy fence after the consumers' ordinary loads:
 // sanitizer-clean, right on most launches, other bits on 2-100 % of them.
 TEST(SkinnyRing, SameBitsOverManyLaunches) {
-  int dev = 0, major = 0, sms = 0;
-  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  int major = 0, sms = 0;
+  device_shape(&major, &sms);
   if (major < 9) GTEST_SKIP() << "the TMA-fed kernels need sm_90";
-  const std::int64_t m = 16 * (static_cast<std::int64_t>(sms) + 12), n = 16, k = 16384;
+  const std::int64_t m = rows_twelve_tiles_over(sms), n = 16, k = 16384;
   constexpr int kLaunches = 48;
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);

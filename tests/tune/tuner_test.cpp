@@ -21,7 +21,11 @@ struct FakeArgs {
 
 struct Clock {
   double last_ms = 0;
+  std::string last_name;
   std::map<std::string, int> calls;
+  bool graphs = true;                       ///< whether the timer can replay graphs
+  std::map<std::string, double> graph_ms;   ///< per-call time in graphs (default: last_ms)
+  std::map<std::string, int> graph_timed;   ///< graph timings per solution
 };
 
 class FakeSolution final : public Solution<FakeArgs> {
@@ -37,6 +41,7 @@ class FakeSolution final : public Solution<FakeArgs> {
   Status run(const FakeArgs& a, void*, std::size_t, Stream) const override {
     if (refuses_run_) return Status(StatusCode::kNotSupported, "fake refuses this stream");
     *a.out = value_;
+    clock_.last_name = name_;
     int n = clock_.calls[name_]++;
     clock_.last_ms = times_[n % times_.size()];
     return Status::ok();
@@ -59,6 +64,14 @@ class FakeTimer final : public Timer {
       TUNABLE_RETURN_IF_ERROR(fn(i));
       t->push_back(clock_.last_ms);
     }
+    return Status::ok();
+  }
+  Status time_graph(int n, const std::function<Status(int)>& fn, int replays, std::vector<double>* t) override {
+    if (!clock_.graphs) return Status(StatusCode::kNotSupported, "fake timer: no graphs");
+    for (int i = 0; i < n; ++i) TUNABLE_RETURN_IF_ERROR(fn(i));
+    const auto it = clock_.graph_ms.find(clock_.last_name);
+    ++clock_.graph_timed[clock_.last_name];
+    for (int r = 0; r < replays; ++r) t->push_back(it != clock_.graph_ms.end() ? it->second : clock_.last_ms);
     return Status::ok();
   }
 
@@ -254,6 +267,53 @@ TEST_F(Fixture, DefaultKeptWithinOnePercent) {
   EXPECT_EQ(tune().best->name(), "clearly");
   cands.pop_back();
   EXPECT_EQ(tune().best->name(), "Default");
+}
+
+// Finalists within 1 % of each other back-to-back are told apart in graphs; Default keeps its place
+// only if it is within 1 % of the fastest there too.
+TEST_F(Fixture, GraphTieBreakAmongBackToBackTies) {
+  opt.max_tuning_iterations = 9;
+  opt.max_tuning_duration_ms = 0;
+  add("Default", 1.0, {1.0});
+  add("fast_b2b", 1.0, {0.900});
+  add("fast_graph", 1.0, {0.905});
+  clock.graph_ms = {{"Default", 1.0}, {"fast_b2b", 0.95}, {"fast_graph", 0.90}};
+  auto o = tune();
+  EXPECT_EQ(o.best->name(), "fast_graph");
+  EXPECT_DOUBLE_EQ(o.best_ms, 0.905);  // the stored time stays the back-to-back one
+  EXPECT_EQ(clock.graph_timed["fast_b2b"], 1);
+  EXPECT_EQ(clock.graph_timed["Default"], 0);  // 10 % slower: not in the tie
+}
+
+TEST_F(Fixture, GraphTieBreakLeavesClearWinnersAndDefaultWithinOnePercent) {
+  opt.max_tuning_iterations = 9;
+  opt.max_tuning_duration_ms = 0;
+  add("Default", 1.0, {1.0});
+  add("clearly", 1.0, {0.97});  // 3 % faster back-to-back: no tie, graphs not consulted
+  clock.graph_ms = {{"Default", 0.5}, {"clearly", 0.9}};
+  EXPECT_EQ(tune().best->name(), "clearly");
+  EXPECT_TRUE(clock.graph_timed.empty());
+  cands.pop_back();
+  add("barely", 1.0, {0.995});  // tied; 0.5 % faster in graphs: Default stays
+  clock.graph_ms = {{"Default", 1.0}, {"barely", 0.995}};
+  EXPECT_EQ(tune().best->name(), "Default");
+  clock.graph_ms = {{"Default", 1.0}, {"barely", 0.95}};  // 5 % faster in graphs: it wins
+  EXPECT_EQ(tune().best->name(), "barely");
+}
+
+TEST_F(Fixture, GraphTieBreakOffOrUnavailableKeepsBackToBackChoice) {
+  opt.max_tuning_iterations = 9;
+  opt.max_tuning_duration_ms = 0;
+  add("Default", 1.0, {1.0});
+  add("fast_b2b", 1.0, {0.900});
+  add("fast_graph", 1.0, {0.905});
+  clock.graph_ms = {{"fast_b2b", 0.95}, {"fast_graph", 0.90}};
+  opt.graph_tiebreak = false;
+  EXPECT_EQ(tune().best->name(), "fast_b2b");
+  EXPECT_TRUE(clock.graph_timed.empty());
+  opt.graph_tiebreak = true;
+  clock.graphs = false;  // e.g. the legacy default stream, or calls that cannot be captured
+  EXPECT_EQ(tune().best->name(), "fast_b2b");
 }
 
 TEST_F(Fixture, NoCandidatePassing) {
