@@ -47,11 +47,14 @@ struct Options {
   /// TUNABLE_MAX_WARMUP_ITERATIONS (default 10; 0 = no iteration cap). When both warmup caps are 0
   /// no warmup runs.
   int max_warmup_iterations = 10;
-  /// TUNABLE_GRAPH_TIEBREAK (0/1, default 1). GPU: when candidates finish the final round within 1 %
-  /// of the fastest back-to-back (a tie at the timer's resolution), each is timed again as replays of
-  /// a CUDA graph of calls, and the fastest there wins (decode runs in graphs; picks within a tie
-  /// back-to-back measured 2-3 % apart in graphs). Off, or where the calls cannot be captured: the
-  /// back-to-back choice, as TunableOp makes it.
+  /// TUNABLE_GRAPH_TIEBREAK (0/1, default 1). GPU: the final round's finalists (the three fastest and
+  /// Default) are also timed as replays of a CUDA graph of 8-64 calls (captured once, replayed six
+  /// times, on top of the iteration caps above). Those within 1 % of the fastest back-to-back (a tie
+  /// at the timer's resolution) are ranked by their graph time, and all finalists are when one of
+  /// them runs in graphs in <= 80 % of its back-to-back time (the back-to-back times are then mostly
+  /// launch overhead). Decode runs in graphs: GEMM picks tied back-to-back measured 2-3 % apart there,
+  /// few-row fused ops up to 40 %. Off, or where the calls cannot be captured: the back-to-back
+  /// choice, as TunableOp makes it.
   bool graph_tiebreak = true;
   /// TUNABLE_ROTATING_BUFFER_SIZE (MiB, default -1). -1: rotate enough input copies that their
   /// total exceeds eight times the L2 for GPU GEMMs (twice measured too fast on an H100), twice the

@@ -52,10 +52,13 @@ inline constexpr std::size_t kFinalists = 3;
 inline constexpr int kFinalRounds = 3;
 /// Candidate 0 (Default) is kept unless the fastest is more than 1% faster.
 inline constexpr double kPreferDefaultWithin = 1.01;
-/// Graph tie-break (Options::graph_tiebreak): finalists within this factor of the fastest are timed
-/// again as kGraphReplays replays of a graph of calls over every input copy (kGraphMinCalls to
-/// kGraphMaxCalls calls).
+/// Graph tie-break (Options::graph_tiebreak): the finalists are timed again as kGraphReplays replays
+/// of a graph of calls over every input copy (kGraphMinCalls to kGraphMaxCalls calls); those within
+/// kGraphTieWithin of the fastest back-to-back are then ranked by their graph time, and all of them
+/// when one runs in graphs in at most kLaunchBound of its back-to-back time (the back-to-back timing
+/// is then mostly launch overhead and cannot rank kernels).
 inline constexpr double kGraphTieWithin = 1.01;
+inline constexpr double kLaunchBound = 0.8;
 inline constexpr int kGraphReplays = 5;
 inline constexpr int kGraphMinCalls = 8;
 inline constexpr int kGraphMaxCalls = 64;
@@ -254,50 +257,53 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
     }
   }
   // Graph tie-break: finalists the back-to-back timing cannot tell apart are told apart by how
-  // fast they run replayed from a CUDA graph, where decode runs (round 21: three candidates within
-  // 0.3 % back-to-back were 2-3 % apart in graphs). Default keeps its place if it is within
-  // kPreferDefaultWithin of the fastest there too.
+  // fast they run replayed from a CUDA graph, where decode runs. Round 21: three GEMM candidates
+  // within 0.3 % back-to-back were 2-3 % apart in graphs; a 1-2 us fused op whose back-to-back time
+  // is mostly launches picked a block shape 2 % faster back-to-back and 40 % slower in graphs.
+  // Default keeps its place if it is within kPreferDefaultWithin of the fastest there too.
   bool graph_decided = false;
   if (opt.graph_tiebreak && out->best && fin.size() > 1) {
-    std::vector<std::size_t> ties;
-    for (std::size_t id : fin)
-      if (out->candidates[id].median_ms <= best * kGraphTieWithin) ties.push_back(id);
-    if (ties.size() > 1) {
-      const int calls = static_cast<int>(
-          std::clamp<std::size_t>(wl.copies(), std::size_t{kGraphMinCalls}, std::size_t{kGraphMaxCalls}));
-      std::vector<double> graph_ms(ties.size(), INFINITY);
-      Status gst = Status::ok();
-      for (std::size_t t = 0; t < ties.size() && gst.is_ok(); ++t) {
-        const auto& sol = candidates[ties[t]];
-        void* ws = nullptr;
-        const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
-        gst = wl.workspace(ws_bytes, &ws);
-        std::vector<double> samples;
-        if (gst.is_ok())
-          gst = wl.timer().time_graph(
-              calls, [&](int) { return sol->run(next_copy(), ws, ws_bytes, wl.stream()); }, kGraphReplays,
-              &samples);
-        if (gst.is_ok()) {
-          graph_ms[t] = median_of(samples);
-          log.log(2, "{}graph {:.6g} ms {}", B, graph_ms[t], out->candidates[ties[t]].name);
-        }
-      }
+    const int calls = static_cast<int>(
+        std::clamp<std::size_t>(wl.copies(), std::size_t{kGraphMinCalls}, std::size_t{kGraphMaxCalls}));
+    std::vector<double> graph_ms(fin.size(), INFINITY);
+    Status gst = Status::ok();
+    for (std::size_t f = 0; f < fin.size() && gst.is_ok(); ++f) {
+      const auto& sol = candidates[fin[f]];
+      void* ws = nullptr;
+      const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
+      gst = wl.workspace(ws_bytes, &ws);
+      std::vector<double> samples;
+      if (gst.is_ok())
+        gst = wl.timer().time_graph(
+            calls, [&](int) { return sol->run(next_copy(), ws, ws_bytes, wl.stream()); }, kGraphReplays, &samples);
       if (gst.is_ok()) {
-        std::size_t pick = 0;
-        for (std::size_t t = 1; t < ties.size(); ++t)
-          if (graph_ms[t] < graph_ms[pick]) pick = t;
-        const auto def_it = std::find(ties.begin(), ties.end(), std::size_t{0});
-        if (def_it != ties.end() && graph_ms[def_it - ties.begin()] <= graph_ms[pick] * kPreferDefaultWithin)
-          pick = static_cast<std::size_t>(def_it - ties.begin());
-        const CandidateOutcome& w = out->candidates[ties[pick]];
-        log.log(2, "{}graph tie-break: {} of {} within {:.0f}% back-to-back ({:.6g} ms in graphs, {:.6g} ms "
-                "back-to-back)", B, w.name, ties.size(), (kGraphTieWithin - 1) * 100, graph_ms[pick], w.median_ms);
-        out->best = candidates[ties[pick]];
+        graph_ms[f] = median_of(samples);
+        log.log(2, "{}graph {:.6g} ms {}", B, graph_ms[f], out->candidates[fin[f]].name);
+      }
+    }
+    if (gst.is_ok()) {
+      bool launch_bound = false;
+      for (std::size_t f = 0; f < fin.size(); ++f)
+        launch_bound |= graph_ms[f] <= kLaunchBound * out->candidates[fin[f]].median_ms;
+      std::vector<std::size_t> pool;  // indices into fin
+      for (std::size_t f = 0; f < fin.size(); ++f)
+        if (launch_bound || out->candidates[fin[f]].median_ms <= best * kGraphTieWithin) pool.push_back(f);
+      std::size_t pick = pool[0];
+      for (std::size_t f : pool)
+        if (graph_ms[f] < graph_ms[pick]) pick = f;
+      for (std::size_t f : pool)
+        if (fin[f] == 0 && graph_ms[f] <= graph_ms[pick] * kPreferDefaultWithin) pick = f;
+      if (pool.size() > 1) {
+        const CandidateOutcome& w = out->candidates[fin[pick]];
+        log.log(2, "{}graph tie-break: {} of {} {} ({:.6g} ms in graphs, {:.6g} ms back-to-back)", B, w.name,
+                pool.size(), launch_bound ? "finalists (back-to-back time mostly launches)" : "within 1% back-to-back",
+                graph_ms[pick], w.median_ms);
+        out->best = candidates[fin[pick]];
         best = w.median_ms;
         graph_decided = true;
-      } else {
-        log.log(2, "{}graph tie-break skipped: {}", B, gst.message());
       }
+    } else {
+      log.log(2, "{}graph tie-break skipped: {}", B, gst.message());
     }
   }
   // Otherwise Default stays unless a candidate beats it by more than kPreferDefaultWithin: a tie

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Round 21: the fused-op GPU suite with the graph tie-break in the tuner (its tuning tests tune through it).
+# Round 21: the fused-op GPU suite with the graph tie-break with the launch-bound rule (its tuning tests tune through it).
 set -u
 export LD_LIBRARY_PATH=$PWD/build:$PWD/.devlibs
 nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/device.txt
