@@ -273,12 +273,17 @@ TEST_F(Fixture, DefaultKeptWithinOnePercent) {
 
 // Finalists within 1 % of each other back-to-back are told apart in graphs; Default keeps its place
 // only if it is within 1 % of the fastest there too.
+/// Default and two candidates 0.5 % apart back-to-back, 10 % faster than Default.
+void add_tied_pair(Fixture& f) {
+  f.opt.max_tuning_iterations = 9;
+  f.opt.max_tuning_duration_ms = 0;
+  f.add("Default", 1.0, {1.0});
+  f.add("fast_b2b", 1.0, {0.900});
+  f.add("fast_graph", 1.0, {0.905});
+}
+
 TEST_F(Fixture, GraphTieBreakAmongBackToBackTies) {
-  opt.max_tuning_iterations = 9;
-  opt.max_tuning_duration_ms = 0;
-  add("Default", 1.0, {1.0});
-  add("fast_b2b", 1.0, {0.900});
-  add("fast_graph", 1.0, {0.905});
+  add_tied_pair(*this);
   clock.graph_ms = {{"Default", 1.0}, {"fast_b2b", 0.95}, {"fast_graph", 0.90}};
   auto o = tune();
   EXPECT_EQ(o.best->name(), "fast_graph");
@@ -326,11 +331,7 @@ TEST_F(Fixture, GraphTieBreakLeavesClearWinnersAndDefaultWithinOnePercent) {
 }
 
 TEST_F(Fixture, GraphTieBreakOffOrUnavailableKeepsBackToBackChoice) {
-  opt.max_tuning_iterations = 9;
-  opt.max_tuning_duration_ms = 0;
-  add("Default", 1.0, {1.0});
-  add("fast_b2b", 1.0, {0.900});
-  add("fast_graph", 1.0, {0.905});
+  add_tied_pair(*this);
   clock.graph_ms = {{"fast_b2b", 0.95}, {"fast_graph", 0.90}};
   opt.graph_tiebreak = false;
   EXPECT_EQ(tune().best->name(), "fast_b2b");
