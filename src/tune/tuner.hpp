@@ -303,7 +303,13 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
         graph_decided = true;
       }
     } else {
-      log.log(2, "{}graph tie-break skipped: {}", B, gst.message());
+      // Calls that cannot be captured are expected (kNotSupported, verbose 2); any other error is a
+      // warning at every verbosity. The back-to-back choice stands either way.
+      if (gst.code() == StatusCode::kNotSupported)
+        log.log(2, "{}graph tie-break skipped: {}", B, gst.message());
+      else
+        log.warn(fmt::format("graph tie-break for {} failed, keeping the back-to-back choice: {}", label,
+                             gst.to_string()));
     }
   }
   // Otherwise Default stays unless a candidate beats it by more than kPreferDefaultWithin: a tie

@@ -24,6 +24,7 @@ struct Clock {
   std::string last_name;
   std::map<std::string, int> calls;
   bool graphs = true;                       ///< whether the timer can replay graphs
+  bool graph_fails = false;                 ///< graph replays fail with a CUDA error
   std::map<std::string, double> graph_ms;   ///< per-call time in graphs (default: last_ms)
   std::map<std::string, int> graph_timed;   ///< graph timings per solution
 };
@@ -68,6 +69,7 @@ class FakeTimer final : public Timer {
   }
   Status time_graph(int n, const std::function<Status(int)>& fn, int replays, std::vector<double>* t) override {
     if (!clock_.graphs) return Status(StatusCode::kNotSupported, "fake timer: no graphs");
+    if (clock_.graph_fails) return Status(StatusCode::kCudaError, "fake timer: graph launch failed");
     for (int i = 0; i < n; ++i) TUNABLE_RETURN_IF_ERROR(fn(i));
     const auto it = clock_.graph_ms.find(clock_.last_name);
     ++clock_.graph_timed[clock_.last_name];
@@ -338,6 +340,9 @@ TEST_F(Fixture, GraphTieBreakOffOrUnavailableKeepsBackToBackChoice) {
   EXPECT_TRUE(clock.graph_timed.empty());
   opt.graph_tiebreak = true;
   clock.graphs = false;  // e.g. the legacy default stream, or calls that cannot be captured
+  EXPECT_EQ(tune().best->name(), "fast_b2b");
+  clock.graphs = true;
+  clock.graph_fails = true;  // any other error: warned about, and the back-to-back choice stands
   EXPECT_EQ(tune().best->name(), "fast_b2b");
 }
 
