@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < repeat_check; ++r) {
         check(tunable::fill_nan(y, tunable::DataType::kBF16, size_t(m) * n, s), "poison");
         check(tunable::fill_nan(y2, tunable::DataType::kBF16, size_t(m) * n, s), "poison");
-        launch_kind(kernel, r % copies, y);   // another weight copy first: the PDL neighbours differ
+        launch_kind(kernel, r % copies, y);   // a launch just before (mostly on another weight copy) it can overlap
         launch_kind(kernel, 0, y);
         launch_kind("ref", 0, y2);
         check(cudaMemcpyAsync(a2.data(), y, a2.size() * 2, cudaMemcpyDeviceToHost, s), "copy");

@@ -90,6 +90,15 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
   };
   double best = INFINITY;
   out->best = nullptr;
+  // A finalist's call on the next input copy, with the workspace it needs (the final phases re-time
+  // candidates whose workspace request already succeeded once).
+  auto finalist_call = [&](const SolutionPtr<Args>& sol, std::function<Status(int)>* call) -> Status {
+    void* ws = nullptr;
+    const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
+    TUNABLE_RETURN_IF_ERROR(wl.workspace(ws_bytes, &ws));
+    *call = [&, sol, ws, ws_bytes](int) { return sol->run(next_copy(), ws, ws_bytes, wl.stream()); };
+    return Status::ok();
+  };
 
   for (std::size_t id = 0; id < candidates.size(); ++id) {
     const auto& sol = candidates[id];
@@ -234,14 +243,10 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
     std::vector<std::vector<double>> samples(fin.size());
     for (int round = 0; round < kFinalRounds; ++round) {
       for (std::size_t f = 0; f < fin.size(); ++f) {
-        const auto& sol = candidates[fin[f]];
-        void* ws = nullptr;
-        const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
-        Status st = wl.workspace(ws_bytes, &ws);
+        std::function<Status(int)> call;
+        Status st = finalist_call(candidates[fin[f]], &call);
         const int n = std::max(1, out->candidates[fin[f]].timed_iters / kFinalRounds);
-        if (st.is_ok())
-          st = wl.timer().time_calls(n, [&](int) { return sol->run(next_copy(), ws, ws_bytes, wl.stream()); },
-                                     &samples[f]);
+        if (st.is_ok()) st = wl.timer().time_calls(n, call, &samples[f]);
         if (!st.is_ok()) return st;
       }
     }
@@ -268,14 +273,10 @@ Status tune_candidates(const Options& opt, Logger& log, const std::string& label
     std::vector<double> graph_ms(fin.size(), INFINITY);
     Status gst = Status::ok();
     for (std::size_t f = 0; f < fin.size() && gst.is_ok(); ++f) {
-      const auto& sol = candidates[fin[f]];
-      void* ws = nullptr;
-      const std::size_t ws_bytes = sol->workspace_bytes(wl.args(0));
-      gst = wl.workspace(ws_bytes, &ws);
+      std::function<Status(int)> call;
+      gst = finalist_call(candidates[fin[f]], &call);
       std::vector<double> samples;
-      if (gst.is_ok())
-        gst = wl.timer().time_graph(
-            calls, [&](int) { return sol->run(next_copy(), ws, ws_bytes, wl.stream()); }, kGraphReplays, &samples);
+      if (gst.is_ok()) gst = wl.timer().time_graph(calls, call, kGraphReplays, &samples);
       if (gst.is_ok()) {
         graph_ms[f] = median_of(samples);
         log.log(2, "{}graph {:.6g} ms {}", B, graph_ms[f], out->candidates[fin[f]].name);
