@@ -55,7 +55,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   CLI::App app{"Per-block timeline of back-to-back skinny GEMM calls"};
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
-  int repeat_check = 0;
+  int repeat_check = 0, prefetch_kb = 0;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
   bool graph = false, spread = false, x_alias = false, pair = false, bal = false, fp8 = false;
@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
                "traffic from L2, to measure what that traffic costs (not a real GEMM; checked against mmap on the "
                "same aliased x)");
   app.add_flag("--fp8", fp8, "weights and tokens in fp8 e4m3 (output bf16, no scales) instead of bf16");
+  app.add_option("--prefetch-kb", prefetch_kb,
+                 "weight KB each block hints into L2 before its PDL wait (SkinnyParams::prefetch); 0: the kernel's "
+                 "default")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--out", out, "JSON file for the per-call numbers");
   app.add_option("--repeat-check", repeat_check,
                  "then repeat the poisoned launch of the kernel and of the reference this many times, each time "
@@ -149,6 +153,7 @@ int main(int argc, char** argv) {
     l.splits = 1;
     l.spread = spread;
     l.p.partial = partial;
+    l.p.prefetch = prefetch_kb * 1024;
     l.partial_bytes = partial_bytes;
     return l;
   };

@@ -48,6 +48,7 @@ struct SkinnyParams {
   unsigned* bal_count = nullptr;  ///< balanced mmt only: arrivals per shared tile, zero between launches
   float alpha = 1.f, beta = 0.f;  ///< beta == 0: y is never read (it may hold NaN)
   float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^16)
+  int prefetch = 0;               ///< weight bytes a block hints into L2 before the PDL wait; 0: the kernel's default
   SkinnyOut out = SkinnyOut::kBF16;
   SkinnyAct act = SkinnyAct::kNone;
 };
@@ -72,11 +73,16 @@ namespace skinny_detail {
 
 // ---- loads -------------------------------------------------------------------------------------
 
+// Both loads are volatile asm: the compiler keeps volatile asm in program order, so no load can move
+// above griddepcontrol.wait (pdl_wait, also volatile asm) and read what the preceding grid is
+// still writing. A plain asm has no memory semantics the compiler knows of: nothing but its
+// choice of schedule kept these loads after the wait before (round 22).
+
 /// 16 bytes of the weight stream, read exactly once: read-only path, no L1 allocation. Zero when
 /// !pred (the predicate lives inside the asm so the compiler can never speculate the access).
 __device__ __forceinline__ uint4 ld_stream16(const void* p, bool pred) {
   uint4 r;
-  asm("{\n"
+  asm volatile("{\n"
       " .reg .pred q;\n"
       " setp.ne.b32 q, %5, 0;\n"
       " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
@@ -90,7 +96,7 @@ __device__ __forceinline__ uint4 ld_stream16(const void* p, bool pred) {
 /// 16 bytes of the activations, reused by every row block: read-only path, cached in L1.
 __device__ __forceinline__ uint4 ld_cached16(const void* p, bool pred) {
   uint4 r;
-  asm("{\n"
+  asm volatile("{\n"
       " .reg .pred q;\n"
       " setp.ne.b32 q, %5, 0;\n"
       " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
@@ -383,6 +389,25 @@ __device__ __forceinline__ void skinny_trace_exit(const void* w) {
 #endif
 }
 
+/// Hints up to `budget` bytes of weight rows [row0, row0 + rows) (clamped to m), K elements [kb, ke),
+/// into L2, the same bytes of each row; returns the bytes hinted.
+__device__ __forceinline__ long long skinny_prefetch_rows(const SkinnyParams& p, int row0, int rows, int kb, int ke,
+                                                          int elem, long long budget) {
+  const int live = min(rows, p.m - row0);
+  if (live <= 0 || ke <= kb || budget <= 0) return 0;
+  const long long seg = static_cast<long long>(ke - kb) * elem;
+  long long per_row = budget / rows;
+  if (per_row < 512) per_row = 512;
+  if (per_row > seg) per_row = seg;
+  prefetch_l2_rows(static_cast<const unsigned char*>(p.w) + (static_cast<size_t>(row0) * p.lda + kb) * elem,
+                   static_cast<std::int64_t>(p.lda) * elem, live, per_row);
+  return per_row * live;
+}
+
+__device__ __forceinline__ long long skinny_prefetch_budget(const SkinnyParams& p, long long fallback) {
+  return p.prefetch > 0 ? p.prefetch : fallback;
+}
+
 /// Prologue of every skinny main kernel, launched programmatic-dependent (sm_90). The weight is
 /// almost never written by the preceding kernel, but it may be (a dequantization just before), so
 /// before griddepcontrol.wait the block only *prefetches* its first weight bytes into L2 (a hint:
@@ -394,12 +419,7 @@ __device__ __forceinline__ void skinny_prologue(const SkinnyParams& p, int row0,
                                                 int elem) {
   skinny_trace_mark(0);
   pdl_launch_dependents();
-  const long long seg = static_cast<long long>(ke - kb) * elem;
-  long long per_row = kSkinnyPrefetchBytes / rows;
-  if (per_row < 512) per_row = 512;
-  if (per_row > seg) per_row = seg;
-  prefetch_l2_rows(static_cast<const unsigned char*>(p.w) + (static_cast<size_t>(row0) * p.lda + kb) * elem,
-                   static_cast<std::int64_t>(p.lda) * elem, min(rows, p.m - row0), per_row);
+  skinny_prefetch_rows(p, row0, rows, kb, ke, elem, skinny_prefetch_budget(p, kSkinnyPrefetchBytes));
   pdl_wait();
   skinny_trace_mark(1);
 }
