@@ -26,6 +26,14 @@
 
 namespace {
 
+/// One block spinning for `ns` (launched without PDL after every call with --gap-us): the next call then
+/// starts on an idle device, as after a kernel that does not trigger its dependents early.
+__global__ void gap_kernel(unsigned long long ns) {
+  const unsigned long long t0 = tunable::kernels::skinny_detail::skinny_globaltimer();
+  while (tunable::kernels::skinny_detail::skinny_globaltimer() - t0 < ns) {
+  }
+}
+
 using tunable::kernels::SkinnyIn;
 using tunable::kernels::SkinnyLaunch;
 using tunable::kernels::skinny_detail::SkinnyTraceRec;
@@ -55,7 +63,8 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   CLI::App app{"Per-block timeline of back-to-back skinny GEMM calls"};
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
-  int repeat_check = 0, prefetch_kb = 0;
+  int repeat_check = 0, prefetch_kb = 0, per_sm = 0;
+  double gap_us = 0;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
   bool graph = false, spread = false, x_alias = false, pair = false, bal = false, fp8 = false;
@@ -90,6 +99,14 @@ int main(int argc, char** argv) {
                  "weight KB each block hints into L2 before its PDL wait (SkinnyParams::prefetch); 0: the kernel's "
                  "default")
       ->check(CLI::Range(0, 4096));
+  app.add_option("--per-sm", per_sm,
+                 "with --spread (always on for --bal): blocks per SM the cap allows (SkinnyLaunch::spread_cap); 0: "
+                 "ceil(blocks / SMs)")
+      ->check(CLI::Range(0, 32));
+  app.add_option("--gap-us", gap_us,
+                 "after every call a one-block kernel spinning this long, launched without PDL: each call starts on an "
+                 "idle device (block placement as after a kernel that does not trigger its dependents)")
+      ->check(CLI::Range(0.0, 1000.0));
   app.add_option("--out", out, "JSON file for the per-call numbers");
   app.add_option("--repeat-check", repeat_check,
                  "then repeat the poisoned launch of the kernel and of the reference this many times, each time "
@@ -154,6 +171,7 @@ int main(int argc, char** argv) {
     l.spread = spread;
     l.p.partial = partial;
     l.p.prefetch = prefetch_kb * 1024;
+    l.spread_cap = per_sm;
     l.partial_bytes = partial_bytes;
     return l;
   };
@@ -171,7 +189,13 @@ int main(int argc, char** argv) {
                                            : skinny_mmap(in, rows, warps, kind == "mmapwc", l, s);
     check(e, "launch");
   };
-  auto launch = [&](int c) { launch_kind(kernel, c, y); };
+  auto launch = [&](int c) {
+    launch_kind(kernel, c, y);
+    if (gap_us > 0) {
+      gap_kernel<<<1, 32, 0, s>>>(static_cast<unsigned long long>(gap_us * 1000));
+      check(cudaGetLastError(), "gap kernel");
+    }
+  };
   {
     // The kernel under study against the pipelined MMA kernel on the same inputs: the same sums in
     // another order, so they may differ by the bf16 rounding of the result only.

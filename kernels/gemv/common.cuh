@@ -67,6 +67,10 @@ struct SkinnyLaunch {
   /// on the register-fed kernels it gained nothing the tuner did not already have and lost 12 % on
   /// 405b qkv (NOTES-skinny round 17); on wgt it is not measured.
   bool spread = false;
+  /// With spread: the blocks per SM to allow instead of ceil(blocks / SMs) (0). A measurement knob
+  /// (tunable_skinny_trace --per-sm): one more slot than the grid needs lets the next call's blocks
+  /// become resident while this grid still runs, at the risk of packing this grid (round 22).
+  int spread_cap = 0;
 };
 
 namespace skinny_detail {
