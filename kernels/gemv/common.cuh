@@ -408,8 +408,20 @@ __device__ __forceinline__ long long skinny_prefetch_rows(const SkinnyParams& p,
   return per_row * live;
 }
 
+/// The hint's size: SkinnyParams::prefetch when set (the timeline tool's --prefetch-kb), else the kernel's.
 __device__ __forceinline__ long long skinny_prefetch_budget(const SkinnyParams& p, long long fallback) {
   return p.prefetch > 0 ? p.prefetch : fallback;
+}
+
+/// The PDL protocol of every skinny main kernel: let the next kernel launch, issue the L2 hints
+/// (hint()), wait for the preceding grid; with the timeline marks around it.
+template <class Hint>
+__device__ __forceinline__ void skinny_pdl_prologue(Hint&& hint) {
+  skinny_trace_mark(0);
+  pdl_launch_dependents();
+  hint();
+  pdl_wait();
+  skinny_trace_mark(1);
 }
 
 /// Prologue of every skinny main kernel, launched programmatic-dependent (sm_90). The weight is
@@ -421,11 +433,8 @@ __device__ __forceinline__ long long skinny_prefetch_budget(const SkinnyParams& 
 /// elements [kb, ke) of `elem` bytes each.
 __device__ __forceinline__ void skinny_prologue(const SkinnyParams& p, int row0, int rows, int kb, int ke,
                                                 int elem) {
-  skinny_trace_mark(0);
-  pdl_launch_dependents();
-  skinny_prefetch_rows(p, row0, rows, kb, ke, elem, skinny_prefetch_budget(p, kSkinnyPrefetchBytes));
-  pdl_wait();
-  skinny_trace_mark(1);
+  skinny_pdl_prologue(
+      [&] { skinny_prefetch_rows(p, row0, rows, kb, ke, elem, skinny_prefetch_budget(p, kSkinnyPrefetchBytes)); });
 }
 
 }  // namespace skinny_detail

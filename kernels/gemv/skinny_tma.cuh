@@ -446,17 +446,12 @@ __global__ void __launch_bounds__((KW + 2) * 32)
     ring_init(full, empty, KW, &tm);
     prefetch_tensormap(&tmx);
   }
-  {
-    // The hint follows the stage sequence: the slice, then the first whole tile.
-    skinny_trace_mark(0);
-    pdl_launch_dependents();
+  skinny_pdl_prologue([&] {  // the hint follows the stage sequence: the slice, then the first whole tile
     long long budget = skinny_prefetch_budget(p, kSkinnyPrefetchBytes);
     if (ne > 0) budget -= skinny_prefetch_rows(p, xrow0, kRows, s0 * kStageElems, min(p.k, (s0 + ne) * kStageElems),
                                                Tr::kBytes, budget);
     if (p.bal_q > 0) skinny_prefetch_rows(p, b * p.bal_q * kRows, kRows, 0, p.k, Tr::kBytes, budget);
-    pdl_wait();
-    skinny_trace_mark(1);
-  }
+  });
   __syncthreads();  // barriers initialised
 
   if (warp == KW) {
