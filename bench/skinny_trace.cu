@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
                  "default")
       ->check(CLI::Range(0, 4096));
   app.add_option("--per-sm", per_sm,
-                 "with --spread (always on for --bal): blocks per SM the cap allows (SkinnyLaunch::spread_cap); 0: "
-                 "ceil(blocks / SMs)")
+                 "with --spread (always on for --bal): blocks per SM the cap allows, every kernel "
+                 "(SkinnyLaunch::spread_cap); 0: ceil(blocks / SMs)")
       ->check(CLI::Range(0, 32));
   app.add_option("--gap-us", gap_us,
                  "after every call a one-block kernel spinning this long, launched without PDL: each call starts on an "

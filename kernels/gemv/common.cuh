@@ -71,6 +71,11 @@ struct SkinnyLaunch {
   /// (tunable_skinny_trace --per-sm): one more slot than the grid needs lets the next call's blocks
   /// become resident while this grid still runs, at the risk of packing this grid (round 22).
   int spread_cap = 0;
+
+  /// Blocks per SM the spread allows a grid of `blocks` blocks on `sms` SMs.
+  long long spread_per_sm(long long blocks, int sms) const {
+    return spread_cap > 0 ? spread_cap : (blocks + sms - 1) / sms;
+  }
 };
 
 namespace skinny_detail {
@@ -556,18 +561,17 @@ cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, i
   return cudaSuccess;
 }
 
-/// Dynamic shared memory to launch a grid of `blocks` blocks of `kernel` with (NOTES-skinny round
-/// 16): the block scheduler packs a one-wave grid onto as few SMs as the occupancy allows (2-3
-/// blocks each) and leaves the rest idle, so when `per_sm` (the occupancy at `smem`) exceeds the
-/// ceil(blocks / SMs) the grid needs, the block's shared memory is padded until one more block no
-/// longer fits. Returns `smem` where the cap does not bind or the padding exceeds the opt-in limit.
+/// Dynamic shared memory to launch `kernel` with at most `cap` blocks per SM (NOTES-skinny round
+/// 16; SkinnyLaunch::spread_per_sm): the block scheduler packs a one-wave grid onto as few SMs as the
+/// occupancy allows (2-3 blocks each) and leaves the rest idle, so when `per_sm` (the occupancy at
+/// `smem`) exceeds the blocks per SM the grid needs, the block's shared memory is padded until one
+/// more block no longer fits. Returns `smem` where the cap does not bind or the padding exceeds the opt-in limit.
 /// The kernel's dynamic shared-memory limit is raised once per (kernel, device), not on every
 /// launch, to what the opt-in maximum leaves beside the kernel's static shared memory.
 template <class Kernel>
-cudaError_t skinny_spread_smem(Kernel kernel, long long blocks, int per_sm, std::size_t smem,
+cudaError_t skinny_spread_smem(Kernel kernel, long long cap, int per_sm, std::size_t smem,
                                const SkinnyDevice& dev, std::size_t* out) {
   *out = smem;
-  const long long cap = (blocks + dev.sms - 1) / dev.sms;  // blocks per SM the grid needs
   if (cap >= per_sm) return cudaSuccess;
   // cap + 1 blocks must not fit: each takes more than smem_per_sm / (cap + 1) with its reservation
   // (and its static shared memory, which only adds to it).

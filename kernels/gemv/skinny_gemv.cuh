@@ -124,7 +124,9 @@ cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   // fp8 products come out scaled by 2^-16 (see E4M3Traits::to_float).
   p.acc_scale = Tr::kBytes == 1 ? skinny_detail::E4M3Traits::kAccScale : 1.f;
   std::size_t smem = 0;
-  if (l.spread && (e = skinny_spread_smem(kernel, blocks0 * p.splits, per_sm, 0, dev, &smem)) != cudaSuccess)
+  if (l.spread &&
+      (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, 0, dev, &smem)) !=
+          cudaSuccess)
     return e;
   e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
                          kThreads, smem, 1, p, dev, stream);

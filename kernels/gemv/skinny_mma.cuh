@@ -289,7 +289,8 @@ cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const Skin
   const dim3 grid(static_cast<unsigned>(blocks0), CS > 1 ? CS : static_cast<unsigned>(p.splits));
   std::size_t launch_smem = smem;
   if (CS == 1 && l.spread &&
-      (e = skinny_spread_smem(kernel, blocks0 * p.splits, per_sm, smem, dev, &launch_smem)) != cudaSuccess)
+      (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, smem, dev,
+                              &launch_smem)) != cudaSuccess)
     return e;
   e = skinny_launch_main(kernel, grid, kThreads, launch_smem, CS, p, dev, stream);
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);

@@ -630,8 +630,8 @@ cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, long
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   std::size_t launch_smem = smem;
-  const long long spread_blocks = l.spread_cap > 0 ? static_cast<long long>(l.spread_cap) * dev.sms : blocks0 * p.splits;
-  if (l.spread && (e = skinny_spread_smem(kernel, spread_blocks, per_sm, smem, dev, &launch_smem)) != cudaSuccess)
+  if (l.spread && (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, smem, dev,
+                                           &launch_smem)) != cudaSuccess)
     return e;
   e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
                        dim3(static_cast<unsigned>(threads)), launch_smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p,
