@@ -28,6 +28,7 @@
 
 #include "cuda/cuda_util.hpp"
 #include "ops/ops_args.hpp"
+#include "ops/ops_workload.hpp"
 #include "tunable/context.hpp"
 #include "tunable/ops.hpp"
 
@@ -155,7 +156,7 @@ class Instance {
       a.x_stride = a.residual_stride = a.out_stride = hidden_;
       op_sig = op_signature(a.prob);
       params_sig = params_signature(a.prob);
-      fallback = config_name(default_config(a));
+      fallback = config_name(default_config(a, cluster_candidates_supported()));
     }
     for (const ResultRecord& r : ctx.results())
       if (r.op_signature == op_sig && r.params_signature == params_sig)

@@ -157,27 +157,85 @@ __device__ __forceinline__ V group_reduce(V v, int group_warps, V* scratch, Op o
   return warp_reduce(v, op);
 }
 
-/// Reduces v (uniform over each block) over the thread-block cluster through distributed shared
-/// memory (sm_90+); every thread of the cluster receives the same result, combined in the same
-/// order in every block. Every thread of every block of the cluster must call it; `slot` is one V
-/// of the block's shared memory used by no other reduction. Two cluster barriers: the first makes
-/// every block's slot visible (and guarantees all blocks are running), the second keeps each
-/// slot alive until all blocks have read it.
-template <class V, class Op>
-__device__ __forceinline__ V cluster_reduce(V v, V* slot, Op op) {
+/// One cluster reduction's landing place in each block of a cluster: every sender (a block, or each
+/// warp of each block) writes its value into its own entry of `v` in every block with st.async,
+/// which completes on `bar`. At most kMaxSenders senders over the cluster.
+struct ClusterPushSlot {
+  static constexpr unsigned kMaxSenders = 64;
+  alignas(8) std::uint64_t bar;
+  float v[kMaxSenders];
+};
+
+/// First half of the cluster reductions (cluster_push_reduce), before any global memory is touched, so
+/// it overlaps the predecessor under PDL: thread 0 arms `n` slots (each expects one 4-byte value
+/// from each of `senders_per_block` senders of every block of the cluster), then every thread
+/// arrives on the cluster barrier that tells the other blocks the slots exist. Every thread of
+/// every block must call it, once.
+__device__ __forceinline__ void cluster_push_init(ClusterPushSlot* slots, int n, unsigned senders_per_block) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (threadIdx.x == 0) *slot = v;
-  cluster.sync();
-  const unsigned lane = threadIdx.x & 31;
-  V r = lane < cluster.num_blocks() ? *cluster.map_shared_rank(slot, lane) : Op::template identity<V>();
-  r = warp_reduce(r, op);
-  cluster.sync();
-  return r;
+  if (threadIdx.x == 0) {
+    unsigned blocks = 0;
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+    for (int i = 0; i < n; ++i) {
+      const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&slots[i].bar));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                   "r"(blocks * senders_per_block * 4u)
+                   : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 #else
-  (void)slot;
-  (void)op;
+  (void)slots, (void)n, (void)senders_per_block;
+#endif
+}
+
+/// Reduces v over a thread-block cluster (sm_90+) by pushing it into every block's `slot` and
+/// waiting for all values to land in this block's: one one-way trip through distributed shared
+/// memory. (Reading the other blocks' values between two cluster barriers instead cost 0.4-1.1 us
+/// more per call at 1-64 rows, bench/NOTES-fused.md round 7.) PER_WARP: v is each warp's own value
+/// (warp_reduce'd) and every warp pushes it, so no block barrier precedes the push; otherwise v
+/// is uniform over the block and warp 0 pushes it. Every block combines the values in the same
+/// order (lane i takes senders i and i + 32, then warp_reduce), so all get the same bits, the same
+/// on every launch. `first`: this block's first cluster reduction, which also waits for
+/// cluster_push_init's barrier. Every thread of every block calls it with the same slots in the
+/// same order; each slot serves one reduction per launch. A block leaves only after every value
+/// addressed to it has landed, so no write targets a block that has exited.
+template <bool PER_WARP, class Op>
+__device__ __forceinline__ float cluster_push_reduce(float v, ClusterPushSlot* slot, bool first, Op op) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (first) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  unsigned blocks = 0, rank = 0;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned senders = PER_WARP ? blockDim.x >> 5 : 1;
+  const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&slot->bar));
+  if ((PER_WARP || warp == 0) && lane < blocks) {
+    const unsigned index = rank * senders + (PER_WARP ? warp : 0);
+    const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(&slot->v[index]));
+    std::uint32_t rdst = 0, rbar = 0;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rdst) : "r"(dst), "r"(lane));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(lane));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(rdst),
+                 "r"(__float_as_uint(v)), "r"(rbar)
+                 : "memory");
+  }
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar)
+        : "memory");
+  } while (!done);
+  const unsigned n = blocks * senders;
+  float r = lane < n ? slot->v[lane] : Op::template identity<float>();
+  if (lane + 32 < n) r = op(r, slot->v[lane + 32]);
+  return warp_reduce(r, op);
+#else
+  (void)slot, (void)first, (void)op;
   return v;  // never launched below sm_90 (cluster launches are refused on the host)
 #endif
 }

@@ -137,8 +137,9 @@ Status config_fits(const ActArgs& a, const ActConfig& c);
 bool vec16_aligned(const NormArgs& a);
 bool vec16_aligned(const ActArgs& a);
 
-/// The Default candidate's choice, from the sizes and alignment of `a`; always fits.
-NormConfig default_config(const NormArgs& a);
+/// The Default candidate's choice, from the sizes and alignment of `a`; always fits. `clusters`:
+/// the device runs the thread-block cluster kernel (sm_90; cluster_candidates_supported()).
+NormConfig default_config(const NormArgs& a, bool clusters);
 ActConfig default_config(const ActArgs& a);
 /// The tuning candidates for a's problem (Default excluded), each fitting a's sizes.
 std::vector<NormConfig> candidate_configs(const NormArgs& a);

@@ -15,6 +15,10 @@ Status runs_here(const NormConfig& c) {
 }
 Status runs_here(const ActConfig&) { return Status::ok(); }
 
+/// Default's configuration on this device (the norm's few-row default is a cluster kernel on sm_90).
+NormConfig default_here(const NormArgs& a) { return default_config(a, cluster_candidates_supported()); }
+ActConfig default_here(const ActArgs& a) { return default_config(a); }
+
 template <class Args, class Config>
 class ConfigSolution final : public Solution<Args> {
  public:
@@ -40,7 +44,7 @@ class DefaultSolution final : public Solution<Args> {
   const std::string& name() const override { return name_; }
   Status can_implement(const Args&) const override { return Status::ok(); }
   Status run(const Args& a, void*, std::size_t, Stream stream) const override {
-    return launch_fused_op(a, default_config(a), stream);
+    return launch_fused_op(a, default_here(a), stream);
   }
 
  private:

@@ -341,6 +341,17 @@ class NormRun {
 
   const NormCase& c() const { return c_; }
 
+  /// Everything a run writes (out, token scales, residual), for same-bits checks.
+  std::vector<unsigned char> written() {
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<unsigned char> all = c_.in_place ? fetch(x_.get(), x_.size()) : fetch(out_.get(), out_.size());
+    for (const DeviceBuffer* b : {&tok_, &res_}) {
+      const std::vector<unsigned char> h = fetch(b->get(), b->size());
+      all.insert(all.end(), h.begin(), h.end());
+    }
+    return all;
+  }
+
  private:
   /// Row r: the normalized input (rounded residual when fused) in *in, y in *y, and the FP8 scale
   /// of the row in *scale.
@@ -474,6 +485,41 @@ TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, NormCandidatesTest, ::testing::ValuesIn(norm_candidate_cases()),
                          [](const auto& info) { return info.param.name(); });
+
+/// The cluster candidates combine the blocks' partial sums (and FP8 amax) pushed through
+/// distributed shared memory in whatever order they land: the combination must not depend on
+/// that order. Every cluster candidate, 24 launches each, the same bits as the first.
+TEST(NormCluster, SameBitsOnEveryLaunch) {
+  int dev = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  if (major < 9) GTEST_SKIP() << "cluster candidates need an sm_90+ device";
+  int checked = 0;
+  // bf16 4096: every warp pushes; fp32 16384: some shapes push one sum per block (more than 64 warps).
+  for (const NormCase& c : {NormCase{DataType::kBF16, true, NormWeight::kGemma, Fp8Scaling::kDynamicPerToken, 37, 4096},
+                            NormCase{DataType::kF32, true, NormWeight::kLlama, Fp8Scaling::kNone, 5, 16384}}) {
+    NormRun run(c);
+    ASSERT_NO_FATAL_FAILURE(run.setup());
+    const auto a = run.args();
+    for (const auto& sol : all_candidates(a)) {
+      if (sol->name().find("_c") == std::string::npos) continue;
+      ASSERT_OK(sol->can_implement(a));
+      std::vector<unsigned char> first;
+      for (int i = 0; i < 24; ++i) {
+        ASSERT_NO_FATAL_FAILURE(run.reset());
+        ASSERT_OK(sol->run(a, nullptr, 0, nullptr));
+        if (i == 0) {
+          run.check(sol->name());
+          first = run.written();
+        } else {
+          ASSERT_TRUE(run.written() == first) << sol->name() << " " << c.name() << ": other bits on launch " << i;
+        }
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8) << "fewer cluster candidates than expected";
+}
 
 // ---- act-and-mul ---------------------------------------------------------------------------------
 
@@ -679,7 +725,7 @@ TEST(OpsErrors, Vec16CandidateRejectsMisalignedPointersDefaultRunsThem) {
   NormConfig vec;
   vec.threads_per_row = 512;
   expect_error(make_solution(vec)->can_implement(a), StatusCode::kMisaligned, "16 bytes");
-  EXPECT_FALSE(default_config(a).vec16);
+  EXPECT_FALSE(default_config(a, cluster_candidates_supported()).vec16);
   ASSERT_NO_FATAL_FAILURE(run.reset());
   ASSERT_OK(norm_default_solution()->run(a, nullptr, 0, nullptr));
   run.check("Default on misaligned pointers");

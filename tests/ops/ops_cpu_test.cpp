@@ -369,31 +369,48 @@ TEST(OpsDefault, NormDefaultFitsEveryProblem) {
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
     for (Fp8Scaling f : {Fp8Scaling::kNone, Fp8Scaling::kDynamicPerToken})
       for (std::int64_t h : hidden_sizes())
-        for (std::int64_t rows : {1, 64, 65, 1024, 2048, 4096})
+        for (std::int64_t rows : {1, 16, 17, 64, 65, 1024, 2048, 4096})
           for (bool misaligned : {false, true}) {
             NormArgs a = norm_args(t, true, rows, h, f);
             if (misaligned) a.x = fake(0x100000 + size_of(t));
-            const NormConfig c = default_config(a);
-            const Status st = config_fits(a, c);
-            ASSERT_TRUE(st.is_ok()) << short_name(t) << " hidden " << h << " rows " << rows << " "
-                                    << config_name(c) << ": " << st.to_string();
-            if (misaligned) EXPECT_FALSE(c.vec16);
+            for (bool clusters : {false, true}) {
+              const NormConfig c = default_config(a, clusters);
+              const Status st = config_fits(a, c);
+              ASSERT_TRUE(st.is_ok()) << short_name(t) << " hidden " << h << " rows " << rows << " "
+                                      << config_name(c) << ": " << st.to_string();
+              if (misaligned) EXPECT_FALSE(c.vec16);
+              if (!clusters) EXPECT_EQ(c.cluster, 1);
+            }
           }
 }
 
 TEST(OpsDefault, NormDefaultPicks) {
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 4096))), "rms_vec16_t512_r1_i1");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1, 16384))), "rms_vec16_t1024_r1_i2");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 16384))), "rms_vec16_t512_r1_i4");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 128))), "rms_vec16_t32_r8_i1");
-  EXPECT_FALSE(default_config(norm_args(DataType::kBF16, true, 16, 4100)).vec16);
-  EXPECT_TRUE(default_config(norm_args(DataType::kBF16, true, 16, 1 << 20)).staged);
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 4096), false)), "rms_vec16_t512_r1_i1");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1, 16384), false)), "rms_vec16_t1024_r1_i2");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 16384), false)), "rms_vec16_t512_r1_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 128), false)), "rms_vec16_t32_r8_i1");
+  EXPECT_FALSE(default_config(norm_args(DataType::kBF16, true, 16, 4100), false).vec16);
+  EXPECT_TRUE(default_config(norm_args(DataType::kBF16, true, 16, 1 << 20), false).staged);
   // 512 < rows <= 2048: the measured H100 winners (bench/results/2026-11-21-h100-fused-ops).
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 4096))), "rms_vec16_t128_r4_i4");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 2048, 4096))), "rms_vec16_t128_r2_i4");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 8192))), "rms_vec16_t256_r1_i4");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 16384))), "rms_vec16_t512_r1_i4");
-  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 128, 4096))), "rms_vec16_t512_r1_i1");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 4096), false)), "rms_vec16_t128_r4_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 2048, 4096), false)), "rms_vec16_t128_r2_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 8192), false)), "rms_vec16_t256_r1_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 16384), false)), "rms_vec16_t512_r1_i4");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 128, 4096), false)), "rms_vec16_t512_r1_i1");
+  // <= 64 rows on an sm_90 device: the cluster kernel, shaped as the H100 winners (NOTES-fused round 7).
+  const auto pick = [](std::int64_t rows, std::int64_t hidden, DataType t = DataType::kBF16) {
+    return config_name(default_config(norm_args(t, true, rows, hidden), true));
+  };
+  EXPECT_EQ(pick(1, 4096), "rms_vec16_c4_t128_i1");
+  EXPECT_EQ(pick(1, 8192), "rms_vec16_c8_t128_i1");
+  EXPECT_EQ(pick(16, 16384), "rms_vec16_c8_t256_i1");
+  EXPECT_EQ(pick(17, 4096), "rms_vec16_c2_t256_i1");
+  EXPECT_EQ(pick(64, 8192), "rms_vec16_c2_t256_i2");
+  EXPECT_EQ(pick(64, 16384), "rms_vec16_c2_t512_i2");
+  EXPECT_EQ(pick(65, 4096), "rms_vec16_t512_r1_i1");  // the register kernel above 64 rows
+  EXPECT_EQ(pick(1, 2048), "rms_vec16_t256_r1_i1");   // and below 512 vectors
+  EXPECT_EQ(pick(1, 4096, DataType::kF32), "rms_vec16_c8_t128_i1");
+  EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1, 4100), true)).rfind("rms_scalar_t", 0), 0u);
 }
 
 TEST(OpsDefault, ActDefaultFitsEveryProblem) {
