@@ -441,9 +441,9 @@ int main(int argc, char** argv) {
                  "silu_and_mul, gelu_and_mul, silu_and_mul_fp8")
       ->capture_default_str();
   app.add_option("--dtype", a.dtype, "bf16, fp16 or fp32")->capture_default_str();
-  app.add_option("--rows", a.rows, "row counts")->capture_default_str();
+  app.add_option("--rows", a.rows, "row counts")->delimiter(',')->capture_default_str();
   app.add_option("--hidden", a.hidden, "hidden sizes (act-and-mul: d, input has 2 d columns)")
-      ->capture_default_str();
+      ->delimiter(',')->capture_default_str();
   app.add_option("--anchors", a.anchors, "h100-torch-fused-ops.txt to compare with");
   app.add_option("--torch", a.torch, "JSON written by bench/fused_ops_torch.py to compare with");
   app.add_option("--reps", a.reps, "graph replays per shape")->capture_default_str();

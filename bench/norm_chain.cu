@@ -169,8 +169,8 @@ int main(int argc, char** argv) {
   std::size_t calls_min = 200;
   std::string csv_path;
   CLI::App app{"per-call time of few-row fused add + RMSNorm variants (graphs, rotated inputs)"};
-  app.add_option("--rows", rows)->capture_default_str();
-  app.add_option("--hidden", hidden)->capture_default_str();
+  app.add_option("--rows", rows)->delimiter(',')->capture_default_str();
+  app.add_option("--hidden", hidden)->delimiter(',')->capture_default_str();
   app.add_option("--reps", reps)->capture_default_str();
   app.add_option("--calls", calls_min, "calls per graph (rounded up to whole rotations)")->capture_default_str();
   app.add_option("--csv", csv_path);
