@@ -6,7 +6,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -193,8 +192,8 @@ __device__ __forceinline__ void cluster_push_init(ClusterPushSlot* slots, int n,
 
 /// Reduces v over a thread-block cluster (sm_90+) by pushing it into every block's `slot` and
 /// waiting for all values to land in this block's: one one-way trip through distributed shared
-/// memory. (Reading the other blocks' values between two cluster barriers instead cost 0.4-1.1 us
-/// more per call at 1-64 rows, bench/NOTES-fused.md round 7.) PER_WARP: v is each warp's own value
+/// memory. (Reading the other blocks' values between two cluster barriers instead cost the norm
+/// 1.2-1.6 us more per call at 1-64 rows, bench/NOTES-fused.md round 7.) PER_WARP: v is each warp's own value
 /// (warp_reduce'd) and every warp pushes it, so no block barrier precedes the push; otherwise v
 /// is uniform over the block and warp 0 pushes it. Every block combines the values in the same
 /// order (lane i takes senders i and i + 32, then warp_reduce), so all get the same bits, the same

@@ -238,8 +238,8 @@ NormConfig default_config(const NormArgs& a, bool clusters) {
   c.vec16 = p.hidden % vec16_elems(p.dtype) == 0 && vec16_aligned(a);
   const std::int64_t nvec = p.hidden / vec_elems(p.dtype, c.vec16);
   // <= 64 rows of >= 512 vectors: the row split over a cluster whose blocks push their sums to
-  // each other (H100, NOTES-fused round 7: 25-45 % faster per call in graphs than the register
-  // kernel). Up to 16 rows: ~128 threads per block (c4_t128 at 4096 bf16, c8_t128 at 8192, c8_t256
+  // each other (H100, NOTES-fused round 7: 5-50 % faster per call in graphs than the register
+  // kernel's best shape). Up to 16 rows: ~128 threads per block (c4_t128 at 4096 bf16, c8_t128 at 8192, c8_t256
   // at 16384); 17-64 rows: two blocks of <= 256 threads x 1-2 items (c2_t256, c2_t256_i2, c2_t512_i2).
   if (clusters && c.vec16 && p.rows <= 64 && nvec >= 512) {
     NormConfig t = c;
