@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/graph_timing.hpp"
 #include "cuda/cuda_util.hpp"
 #include "ops/ops_args.hpp"
 #include "ops/ops_workload.hpp"
@@ -174,38 +175,6 @@ class Instance {
 };
 
 using Call = std::function<void(std::size_t)>;
-
-/// Per-call time of `calls` launches captured into one graph; median over `reps` replays.
-double graph_us(cudaStream_t s, std::size_t calls, const Call& call, int reps) {
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "begin capture");
-  try {
-    for (std::size_t i = 0; i < calls; ++i) call(i);
-  } catch (...) {
-    cudaStreamEndCapture(s, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    throw;
-  }
-  check(cudaStreamEndCapture(s, &graph), "end capture");
-  cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  CudaEvent e0, e1;
-  check(e0.create(), "event");
-  check(e1.create(), "event");
-  std::vector<double> t;
-  for (int r = -2; r < reps; ++r) {  // two warm-up replays
-    check(cudaEventRecord(e0.get(), s), "record");
-    check(cudaGraphLaunch(exec, s), "graph launch");
-    check(cudaEventRecord(e1.get(), s), "record");
-    check(cudaEventSynchronize(e1.get()), "sync");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "elapsed");
-    if (r >= 0) t.push_back(1e3 * ms / static_cast<double>(calls));
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return median(t);
-}
 
 /// Per-call time of `iters` back-to-back launches with an event between each; median.
 double b2b_us(cudaStream_t s, std::size_t iters, const Call& call) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/graph_timing.hpp"
 #include "cuda/cuda_util.hpp"
 #include "kernels/norm/rms_norm.cuh"
 
@@ -75,39 +76,6 @@ __global__ void kernel_noreduce(const __grid_constant__ kernels::RmsNormParams p
   V o;
   for (int j = 0; j < 8; ++j) o.v[j] = kernels::from_float<bf16>(kernels::rms_norm_value(xv.v[j], wv.v[j], scale, false));
   kernels::store_vec(static_cast<bf16*>(p.out) + row * p.out_stride + v * 8, o);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-/// Per-call time of `calls` launches captured in one graph; median over `reps` replays.
-double graph_us(cudaStream_t s, std::size_t calls, const std::function<void(std::size_t)>& call, int reps) {
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "begin capture");
-  for (std::size_t i = 0; i < calls; ++i) call(i);
-  check(cudaStreamEndCapture(s, &graph), "end capture");
-  cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaEvent_t e0, e1;
-  check(cudaEventCreate(&e0), "event");
-  check(cudaEventCreate(&e1), "event");
-  std::vector<double> t;
-  for (int r = -2; r < reps; ++r) {
-    check(cudaEventRecord(e0, s), "record");
-    check(cudaGraphLaunch(exec, s), "graph launch");
-    check(cudaEventRecord(e1, s), "record");
-    check(cudaEventSynchronize(e1), "sync");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    if (r >= 0) t.push_back(1e3 * ms / static_cast<double>(calls));
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return median(t);
 }
 
 struct Variant {
