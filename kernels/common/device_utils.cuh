@@ -165,13 +165,21 @@ struct ClusterPushSlot {
   float v[kMaxSenders];
 };
 
-/// First half of the cluster reductions (cluster_push_reduce), before any global memory is touched, so
-/// it overlaps the predecessor under PDL: thread 0 arms `n` slots (each expects one 4-byte value
-/// from each of `senders_per_block` senders of every block of the cluster), then every thread
-/// arrives on the cluster barrier that tells the other blocks the slots exist. Every thread of
-/// every block must call it, once.
-__device__ __forceinline__ void cluster_push_init(ClusterPushSlot* slots, int n, unsigned senders_per_block) {
+/// Values each block sends per cluster reduction: one per warp (PER_WARP) or one.
+template <bool PER_WARP>
+__device__ __forceinline__ unsigned cluster_push_senders() {
+  return PER_WARP ? blockDim.x >> 5 : 1;
+}
+
+/// First half of the cluster reductions (cluster_push_reduce<PER_WARP>), before any global memory is
+/// touched, so it overlaps the predecessor under PDL: thread 0 arms `n` slots (each expects one
+/// 4-byte value from each sender of every block of the cluster), then every thread arrives on the
+/// cluster barrier that tells the other blocks the slots exist. Every thread of every block must
+/// call it, once.
+template <bool PER_WARP>
+__device__ __forceinline__ void cluster_push_init(ClusterPushSlot* slots, int n) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned senders_per_block = cluster_push_senders<PER_WARP>();
   if (threadIdx.x == 0) {
     unsigned blocks = 0;
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
@@ -186,7 +194,7 @@ __device__ __forceinline__ void cluster_push_init(ClusterPushSlot* slots, int n,
   }
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 #else
-  (void)slots, (void)n, (void)senders_per_block;
+  (void)slots, (void)n;
 #endif
 }
 
@@ -209,7 +217,7 @@ __device__ __forceinline__ float cluster_push_reduce(float v, ClusterPushSlot* s
   asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const unsigned senders = PER_WARP ? blockDim.x >> 5 : 1;
+  const unsigned senders = cluster_push_senders<PER_WARP>();
   const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&slot->bar));
   if ((PER_WARP || warp == 0) && lane < blocks) {
     const unsigned index = rank * senders + (PER_WARP ? warp : 0);
@@ -323,16 +331,26 @@ __device__ __forceinline__ void prefetch_l2_share(const void* p, std::int64_t by
   if (begin < bytes) prefetch_l2(static_cast<const char*>(p) + begin, bytes - begin < chunk ? bytes - begin : chunk);
 }
 
-/// First statements of every fused-op kernel. Triggers the next programmatic launch (it waits for
-/// this grid in its own prologue, so only its launch and prefetches overlap this kernel); in the
-/// grid's first wave, `prefetch()` pulls the block's inputs into L2 (prefetch_l2 only), so their
-/// DRAM latency overlaps the preceding kernel's tail instead of following it; then waits for the
-/// preceding grid. Later waves start after the wait has resolved and skip the hints.
+/// The PDL protocol of every kernel here: trigger the next programmatic launch (it waits for this
+/// grid in its own prologue, so only its launch and hints overlap this kernel), issue `hint()` (L2
+/// prefetch hints only, which are coherent with the preceding grid's writes), then wait for the
+/// preceding grid.
+template <class Hint>
+__device__ __forceinline__ void pdl_hint_then_wait(Hint&& hint) {
+  pdl_launch_dependents();
+  hint();
+  pdl_wait();
+}
+
+/// First statements of every fused-op kernel: pdl_hint_then_wait where, in the grid's first wave,
+/// `prefetch()` pulls the block's inputs into L2 (prefetch_l2 only), so their DRAM latency overlaps
+/// the preceding kernel's tail instead of following it. Later waves start after the wait has
+/// resolved and skip the hints.
 template <class Prefetch>
 __device__ __forceinline__ void pdl_prologue(Prefetch&& prefetch) {
-  pdl_launch_dependents();
-  if (in_first_wave()) prefetch();
-  pdl_wait();
+  pdl_hint_then_wait([&] {
+    if (in_first_wave()) prefetch();
+  });
 }
 
 /// Whether `kernel` may be launched with programmatic stream serialization on the current device:

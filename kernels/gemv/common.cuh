@@ -418,14 +418,12 @@ __device__ __forceinline__ long long skinny_prefetch_budget(const SkinnyParams& 
   return p.prefetch > 0 ? p.prefetch : fallback;
 }
 
-/// The PDL protocol of every skinny main kernel: let the next kernel launch, issue the L2 hints
-/// (hint()), wait for the preceding grid; with the timeline marks around it.
+/// The PDL protocol of every skinny main kernel (pdl_hint_then_wait, every block hinting its own
+/// first weight bytes), with the timeline marks around it.
 template <class Hint>
 __device__ __forceinline__ void skinny_pdl_prologue(Hint&& hint) {
   skinny_trace_mark(0);
-  pdl_launch_dependents();
-  hint();
-  pdl_wait();
+  pdl_hint_then_wait(hint);
   skinny_trace_mark(1);
 }
 

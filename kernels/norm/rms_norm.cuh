@@ -291,7 +291,7 @@ kernel_rms_norm_cluster(const __grid_constant__ RmsNormParams p, int cluster_blo
   __shared__ float scratch[2][32];
   __shared__ ClusterPushSlot push[2];
   const bool dynamic = kIsFp8<OutT> && p.quant == NormQuant::kFp8Dynamic;
-  cluster_push_init(push, dynamic ? 2 : 1, PER_WARP ? blockDim.x >> 5 : 1);
+  cluster_push_init<PER_WARP>(push, dynamic ? 2 : 1);
   const int rank = static_cast<int>(blockIdx.x % cluster_blocks);  // == the block's cluster rank
   const std::int64_t row = blockIdx.x / cluster_blocks;
   const int warps = blockDim.x >> 5;
