@@ -63,7 +63,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   CLI::App app{"Per-block timeline of back-to-back skinny GEMM calls"};
   int n = 4096, k = 4096, m = 8, rows = 16, warps = 8, calls = 48, carveout = -1, boxes = 8, stages = 2;
-  int repeat_check = 0, prefetch_kb = 0, per_sm = 0;
+  int repeat_check = 0, prefetch_kb = 0, per_sm = 0, splits = 1;
   double gap_us = 0;
   double rotate_mb = 400;
   std::string kernel = "mmap", out;
@@ -103,6 +103,10 @@ int main(int argc, char** argv) {
                  "with --spread (always on for --bal): blocks per SM the cap allows, every kernel "
                  "(SkinnyLaunch::spread_cap); 0: ceil(blocks / SMs)")
       ->check(CLI::Range(0, 32));
+  app.add_option("--splits", splits,
+                 "K splits (gemv / mma / mmap / mmt unpaired): the split-K reduction kernel follows each call and "
+                 "is part of its time")
+      ->check(CLI::Range(1, 64));
   app.add_option("--gap-us", gap_us,
                  "after every call a one-block kernel spinning this long, launched without PDL: each call starts on an "
                  "idle device (block placement as after a kernel that does not trigger its dependents)")
@@ -151,10 +155,12 @@ int main(int argc, char** argv) {
   check(cudaMemcpyToSymbol(tunable::kernels::skinny_detail::g_skinny_trace_cap, &cap, sizeof cap), "symbol");
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-  // The balanced grid's partial sums (bound: one 16 x m slice per tile).
-  const size_t partial_bytes = bal ? size_t((n + 15) / 16) * 16 * m * sizeof(float) : 0;
+  // The balanced grid's partial sums (bound: one 16 x m slice per tile) or the K splits' ones.
+  const size_t partial_bytes = bal ? size_t((n + 15) / 16) * 16 * m * sizeof(float)
+                               : splits > 1 ? size_t(splits) * n * m * sizeof(float)
+                                            : 0;
   float* partial = nullptr;
-  if (bal) check(cudaMalloc(&partial, partial_bytes), "partial");
+  if (partial_bytes > 0) check(cudaMalloc(&partial, partial_bytes), "partial");
 
   auto problem = [&](int c, void* out) {
     SkinnyLaunch l;
@@ -167,7 +173,8 @@ int main(int argc, char** argv) {
     l.p.m = n;
     l.p.n = m;
     l.p.k = k;
-    l.splits = 1;
+    l.splits = splits;
+    l.max_splits = splits;
     l.spread = spread;
     l.p.partial = partial;
     l.p.prefetch = prefetch_kb * 1024;
