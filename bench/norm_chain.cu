@@ -43,10 +43,13 @@ __global__ void kernel_empty_pdl() {
 /// The memory chain of the fused norm without its reduction: residual <- x + residual, out <-
 /// residual * w, one 16-byte vector per thread, `gridDim.x / rows` blocks per row. MODE 1 and 2
 /// add a reduction of the sum of squares the output depends on: 1 over the warp (shuffles only),
-/// 2 over the block (shuffles, shared memory, one barrier).
+/// 2 over the block (shuffles, shared memory, one barrier). What part of the reduction costs: 3 the
+/// thread's own sum of squares and the division and rsqrt, no shuffles; 4 as 1 with an approximate
+/// division; 5 no reduction but a dependent chain of 64 FMAs before the output; 6 the warp's sum by
+/// two redux.sync on a fixed-point copy instead of shuffles.
 template <int MODE>
 __global__ void kernel_noreduce(const __grid_constant__ kernels::RmsNormParams p) {
-  __shared__ float scratch[32];
+  __shared__ alignas(16) float scratch[32];
   const int per_row = static_cast<int>(gridDim.x / p.rows);
   const std::int64_t row = blockIdx.x / per_row;
   const int v = static_cast<int>(blockIdx.x % per_row) * blockDim.x + threadIdx.x;
@@ -66,12 +69,27 @@ __global__ void kernel_noreduce(const __grid_constant__ kernels::RmsNormParams p
   kernels::add_residual(xv, rv);
   kernels::store_vec(res + v * 8, xv);
   float scale = 1.0f;
-  if constexpr (MODE > 0) {
+  if constexpr (MODE == 1 || MODE == 2 || MODE == 3 || MODE == 4) {
     float ss = 0.0f;
     for (int j = 0; j < 8; ++j) ss = fmaf(kernels::to_float(xv.v[j]), kernels::to_float(xv.v[j]), ss);
-    ss = MODE == 1 ? kernels::warp_reduce(ss, kernels::SumOp{})
-                   : kernels::group_reduce(ss, blockDim.x >> 5, scratch, kernels::SumOp{});
-    scale = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+    if constexpr (MODE == 1 || MODE == 4) ss = kernels::warp_reduce(ss, kernels::SumOp{});
+    if constexpr (MODE == 2) ss = kernels::group_reduce(ss, blockDim.x >> 5, scratch, kernels::SumOp{});
+    scale = MODE == 4 ? rsqrtf(__fdividef(ss, static_cast<float>(p.hidden)) + p.eps)
+                      : rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+  } else if constexpr (MODE == 6) {
+    // The warp's sum as fixed point through two redux.sync (max of the bit patterns, then the integer
+    // sum): a deterministic sum without the five shuffle steps (an experiment: no range guards).
+    float ss = 0.0f;
+    for (int j = 0; j < 8; ++j) ss = fmaf(kernels::to_float(xv.v[j]), kernels::to_float(xv.v[j]), ss);
+    const unsigned top = __reduce_max_sync(0xffffffffu, __float_as_uint(ss)) >> 23;
+    const float up = __uint_as_float((254u + 25u - top) << 23), down = __uint_as_float((top - 25u) << 23);
+    const unsigned sum = __reduce_add_sync(0xffffffffu, __float2uint_rn(ss * up));
+    scale = rsqrtf(static_cast<float>(sum) * down / static_cast<float>(p.hidden) + p.eps);
+  } else if constexpr (MODE == 5) {
+    // A dependent chain of 64 FMAs (~0.1 us) between the loads and the output's store, no shuffles.
+    float c = kernels::to_float(xv.v[0]);
+    for (int j = 0; j < 64; ++j) c = fmaf(c, 0.999f, 1e-7f);
+    scale = 1.0f + c * 1e-30f;
   }
   V o;
   for (int j = 0; j < 8; ++j) o.v[j] = kernels::from_float<bf16>(kernels::rms_norm_value(xv.v[j], wv.v[j], scale, false));
@@ -89,10 +107,11 @@ struct Variant {
 std::vector<Variant> variants(int hidden) {
   std::vector<Variant> out;
   const int nvec = hidden / 8;
-  for (int mode : {0, 1, 2}) {
+  for (int mode : {0, 1, 2, 3, 4, 5, 6}) {
     for (int b : {1, 2, 4, 8, 16}) {
       if (nvec % b || nvec / b > 1024 || nvec / b < 32) continue;
-      const char* what[] = {"noreduce", "warpreduce", "blockreduce"};
+      const char* what[] = {"noreduce", "warpreduce", "blockreduce", "localreduce", "warpfastdiv", "fmachain",
+                            "warpredux"};
       out.push_back({std::string(what[mode]) + "_b" + std::to_string(b) + "_t" + std::to_string(nvec / b), mode, b,
                      nvec / b, {}});
     }
@@ -185,7 +204,10 @@ int main(int argc, char** argv) {
           auto call = [&](std::size_t i) {
             const kernels::RmsNormParams p = params(i);
             if (v.noreduce >= 0) {
-              auto* k = v.noreduce == 0 ? kernel_noreduce<0> : v.noreduce == 1 ? kernel_noreduce<1> : kernel_noreduce<2>;
+              void (*const modes[])(kernels::RmsNormParams) = {kernel_noreduce<0>, kernel_noreduce<1>, kernel_noreduce<2>,
+                                                                 kernel_noreduce<3>, kernel_noreduce<4>, kernel_noreduce<5>,
+                                                                 kernel_noreduce<6>};
+              auto* k = modes[v.noreduce];
               check(kernels::launch_kernel(k, dim3(static_cast<unsigned>(r * v.blocks)), dim3(v.threads), 0, s, p),
                     v.name.c_str());
             } else {
