@@ -86,7 +86,7 @@ __global__ void kernel_noreduce(const __grid_constant__ kernels::RmsNormParams p
     const unsigned sum = __reduce_add_sync(0xffffffffu, __float2uint_rn(ss * up));
     scale = rsqrtf(static_cast<float>(sum) * down / static_cast<float>(p.hidden) + p.eps);
   } else if constexpr (MODE == 5) {
-    // A dependent chain of 64 FMAs (~0.1 us) between the loads and the output's store, no shuffles.
+    // A dependent chain of 64 FMAs between the loads and the output's store (0.19 us measured), no shuffles.
     float c = kernels::to_float(xv.v[0]);
     for (int j = 0; j < 64; ++j) c = fmaf(c, 0.999f, 1e-7f);
     scale = 1.0f + c * 1e-30f;
