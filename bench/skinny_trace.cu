@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
                  "comparing both with their first bits (a flaky kernel and a flaky reference told apart)")
       ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
+  if (splits > 1 && (bal || pair)) {
+    std::fprintf(stderr, "skinny_trace: --splits needs the one-block-per-tile grid (not --bal or --pair)\n");
+    return 2;
+  }
 
   if (carveout >= 0) {
     // Whether the L1 / shared-memory split changes how fast the blocks stream (round 13).
