@@ -150,14 +150,14 @@ class Instance {
       a.out_stride = hidden_;
       op_sig = op_signature(a.prob);
       params_sig = params_signature(a.prob);
-      fallback = config_name(default_config(a));
+      fallback = config_name(default_here(a));
     } else {
       NormArgs a;
       a.prob = NormProblem{op_.fused, t_, op_.weight, op_.fp8, rows_, hidden_};
       a.x_stride = a.residual_stride = a.out_stride = hidden_;
       op_sig = op_signature(a.prob);
       params_sig = params_signature(a.prob);
-      fallback = config_name(default_config(a, cluster_candidates_supported()));
+      fallback = config_name(default_here(a));
     }
     for (const ResultRecord& r : ctx.results())
       if (r.op_signature == op_sig && r.params_signature == params_sig)

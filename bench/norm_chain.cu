@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -69,32 +70,38 @@ __global__ void kernel_noreduce(const __grid_constant__ kernels::RmsNormParams p
   kernels::add_residual(xv, rv);
   kernels::store_vec(res + v * 8, xv);
   float scale = 1.0f;
-  if constexpr (MODE == 1 || MODE == 2 || MODE == 3 || MODE == 4) {
-    float ss = 0.0f;
-    for (int j = 0; j < 8; ++j) ss = fmaf(kernels::to_float(xv.v[j]), kernels::to_float(xv.v[j]), ss);
-    if constexpr (MODE == 1 || MODE == 4) ss = kernels::warp_reduce(ss, kernels::SumOp{});
-    if constexpr (MODE == 2) ss = kernels::group_reduce(ss, blockDim.x >> 5, scratch, kernels::SumOp{});
-    scale = MODE == 4 ? rsqrtf(__fdividef(ss, static_cast<float>(p.hidden)) + p.eps)
-                      : rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
-  } else if constexpr (MODE == 6) {
-    // The warp's sum as fixed point through two redux.sync (max of the bit patterns, then the integer
-    // sum): a deterministic sum without the five shuffle steps (an experiment: no range guards).
-    float ss = 0.0f;
-    for (int j = 0; j < 8; ++j) ss = fmaf(kernels::to_float(xv.v[j]), kernels::to_float(xv.v[j]), ss);
-    const unsigned top = __reduce_max_sync(0xffffffffu, __float_as_uint(ss)) >> 23;
-    const float up = __uint_as_float((254u + 25u - top) << 23), down = __uint_as_float((top - 25u) << 23);
-    const unsigned sum = __reduce_add_sync(0xffffffffu, __float2uint_rn(ss * up));
-    scale = rsqrtf(static_cast<float>(sum) * down / static_cast<float>(p.hidden) + p.eps);
-  } else if constexpr (MODE == 5) {
+  if constexpr (MODE == 5) {
     // A dependent chain of 64 FMAs between the loads and the output's store (0.19 us measured), no shuffles.
     float c = kernels::to_float(xv.v[0]);
     for (int j = 0; j < 64; ++j) c = fmaf(c, 0.999f, 1e-7f);
     scale = 1.0f + c * 1e-30f;
+  } else if constexpr (MODE > 0) {
+    float ss = 0.0f;
+    for (int j = 0; j < 8; ++j) ss = fmaf(kernels::to_float(xv.v[j]), kernels::to_float(xv.v[j]), ss);
+    if constexpr (MODE == 1 || MODE == 4) ss = kernels::warp_reduce(ss, kernels::SumOp{});
+    if constexpr (MODE == 2) ss = kernels::group_reduce(ss, blockDim.x >> 5, scratch, kernels::SumOp{});
+    if constexpr (MODE == 6) {
+      // The warp's sum as fixed point through two redux.sync (max of the bit patterns, then the integer
+      // sum): a deterministic sum without the five shuffle steps (an experiment: no range guards).
+      const unsigned top = __reduce_max_sync(0xffffffffu, __float_as_uint(ss)) >> 23;
+      const float up = __uint_as_float((254u + 25u - top) << 23), down = __uint_as_float((top - 25u) << 23);
+      ss = static_cast<float>(__reduce_add_sync(0xffffffffu, __float2uint_rn(ss * up))) * down;
+    }
+    scale = MODE == 4 ? rsqrtf(__fdividef(ss, static_cast<float>(p.hidden)) + p.eps)
+                      : rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
   }
   V o;
   for (int j = 0; j < 8; ++j) o.v[j] = kernels::from_float<bf16>(kernels::rms_norm_value(xv.v[j], wv.v[j], scale, false));
   kernels::store_vec(static_cast<bf16*>(p.out) + row * p.out_stride + v * 8, o);
 }
+
+/// kernel_noreduce by MODE (Variant::noreduce), with the variant names' prefixes.
+void (*const kNoreduceKernels[])(kernels::RmsNormParams) = {
+    kernel_noreduce<0>, kernel_noreduce<1>, kernel_noreduce<2>, kernel_noreduce<3>,
+    kernel_noreduce<4>, kernel_noreduce<5>, kernel_noreduce<6>};
+const char* const kNoreduceNames[] = {"noreduce",    "warpreduce", "blockreduce", "localreduce",
+                                      "warpfastdiv", "fmachain",   "warpredux"};
+static_assert(std::size(kNoreduceNames) == std::size(kNoreduceKernels), "one name per mode");
 
 struct Variant {
   std::string name;
@@ -107,13 +114,12 @@ struct Variant {
 std::vector<Variant> variants(int hidden) {
   std::vector<Variant> out;
   const int nvec = hidden / 8;
-  for (int mode : {0, 1, 2, 3, 4, 5, 6}) {
+  for (int mode = 0; mode < static_cast<int>(std::size(kNoreduceKernels)); ++mode) {
     for (int b : {1, 2, 4, 8, 16}) {
       if (nvec % b || nvec / b > 1024 || nvec / b < 32) continue;
-      const char* what[] = {"noreduce", "warpreduce", "blockreduce", "localreduce", "warpfastdiv", "fmachain",
-                            "warpredux"};
-      out.push_back({std::string(what[mode]) + "_b" + std::to_string(b) + "_t" + std::to_string(nvec / b), mode, b,
-                     nvec / b, {}});
+      const std::string name =
+          std::string(kNoreduceNames[mode]) + "_b" + std::to_string(b) + "_t" + std::to_string(nvec / b);
+      out.push_back({name, mode, b, nvec / b, {}});
     }
   }
   for (int t : {128, 256, 512, 1024}) {
@@ -204,10 +210,7 @@ int main(int argc, char** argv) {
           auto call = [&](std::size_t i) {
             const kernels::RmsNormParams p = params(i);
             if (v.noreduce >= 0) {
-              void (*const modes[])(kernels::RmsNormParams) = {kernel_noreduce<0>, kernel_noreduce<1>, kernel_noreduce<2>,
-                                                                 kernel_noreduce<3>, kernel_noreduce<4>, kernel_noreduce<5>,
-                                                                 kernel_noreduce<6>};
-              auto* k = modes[v.noreduce];
+              auto* k = kNoreduceKernels[v.noreduce];
               check(kernels::launch_kernel(k, dim3(static_cast<unsigned>(r * v.blocks)), dim3(v.threads), 0, s, p),
                     v.name.c_str());
             } else {

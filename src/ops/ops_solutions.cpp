@@ -15,10 +15,6 @@ Status runs_here(const NormConfig& c) {
 }
 Status runs_here(const ActConfig&) { return Status::ok(); }
 
-/// Default's configuration on this device (the norm's few-row default is a cluster kernel on sm_90).
-NormConfig default_here(const NormArgs& a) { return default_config(a, cluster_candidates_supported()); }
-ActConfig default_here(const ActArgs& a) { return default_config(a); }
-
 template <class Args, class Config>
 class ConfigSolution final : public Solution<Args> {
  public:

@@ -19,6 +19,11 @@ Status launch_fused_op(const ActArgs& a, const ActConfig& c, Stream stream);
 /// device code and compute capability >= 9.0 (of the current device).
 bool cluster_candidates_supported();
 
+/// Default's configuration on the current device (the norm's few-row default is a cluster kernel on
+/// sm_90): default_config with the device's answer.
+inline NormConfig default_here(const NormArgs& a) { return default_config(a, cluster_candidates_supported()); }
+inline ActConfig default_here(const ActArgs& a) { return default_config(a); }
+
 /// Per-dtype tolerance of outputs in the input dtype (in units of rms(reference), relative).
 /// FP8 outputs are checked differently: within one e4m3 ULP of the reference's quantization.
 Tolerance fused_tolerance(DataType dtype);
