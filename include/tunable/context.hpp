@@ -58,6 +58,7 @@ class Context {
   /// A copy of the current options.
   Options options() const;
   /// Replaces the options (validated first). A changed filename takes effect at the next lookup.
+  /// kIoError when the verbose file cannot be opened: the options are applied, the log goes to stderr.
   Status set_options(const Options& options);
 
   /// The results file path after ordinal insertion ("" when results stay in memory).

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/error.hpp"
 #include "core/platform.hpp"
 #include "gemm/cpu/cpu_gemm.hpp"
 #include "gemm/cuda/cuda_gemm.hpp"
@@ -37,10 +38,14 @@ Context::~Context() = default;
 
 Device Context::device() const { return impl_->device(); }
 Options Context::options() const { return impl_->options(); }
-Status Context::set_options(const Options& options) { return impl_->set_options(options); }
+Status Context::set_options(const Options& options) {
+  return guarded("set_options", [&] { return impl_->set_options(options); });
+}
 std::string Context::results_path() const { return impl_->results_path(); }
 std::string Context::untuned_path() const { return impl_->untuned_path(); }
-Status Context::load_results() { return impl_->ensure_loaded(); }
+Status Context::load_results() {
+  return guarded("load_results", [&] { return impl_->ensure_loaded(); });
+}
 std::vector<ResultRecord> Context::results() const { return impl_->results(); }
 std::vector<std::pair<std::string, std::string>> Context::validators() const {
   return impl_->validators();

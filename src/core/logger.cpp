@@ -16,7 +16,8 @@ void Logger::close() {
 bool Logger::open(int level, const std::string& target) {
   std::lock_guard<std::mutex> lock(mu_);
   close();
-  level_ = level;
+  level_.store(level, std::memory_order_relaxed);
+  open_error_.clear();
   if (target.empty() || target == "err") return true;
   if (target == "out") {
     sink_ = stdout;
@@ -24,13 +25,19 @@ bool Logger::open(int level, const std::string& target) {
   }
   std::FILE* f = std::fopen(target.c_str(), "a");
   if (f == nullptr) {
+    open_error_ = std::strerror(errno);
     std::fprintf(stderr, "tunable: cannot open verbose file '%s' (%s); logging to stderr\n",
-                 target.c_str(), std::strerror(errno));
+                 target.c_str(), open_error_.c_str());
     return false;
   }
   sink_ = f;
   owned_ = true;
   return true;
+}
+
+std::string Logger::open_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_error_;
 }
 
 void Logger::line(int level, const std::string& text) {
@@ -42,7 +49,7 @@ void Logger::line(int level, const std::string& text) {
 
 void Logger::warn(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::FILE* out = level_ > 0 ? sink_ : stderr;
+  std::FILE* out = level_.load(std::memory_order_relaxed) > 0 ? sink_ : stderr;
   std::fprintf(out, "tunable: warning: %s\n", text.c_str());
   std::fflush(out);
 }

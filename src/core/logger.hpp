@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -19,8 +20,10 @@ class Logger {
   /// target: "err", "out" or a file path (opened for append). Returns false if the file cannot be
   /// opened; output then goes to stderr and the reason is printed there once.
   bool open(int level, const std::string& target);
-  int level() const { return level_; }
-  bool enabled(int level) const { return level_ >= level; }
+  /// Why the last open() returned false.
+  std::string open_error() const;
+  int level() const { return level_.load(std::memory_order_relaxed); }
+  bool enabled(int level) const { return level_.load(std::memory_order_relaxed) >= level; }
 
   /// Writes one line when `level` <= the configured level.
   void line(int level, const std::string& text);
@@ -37,8 +40,9 @@ class Logger {
 
  private:
   void close();
-  std::mutex mu_;
-  int level_ = 0;
+  mutable std::mutex mu_;
+  std::atomic<int> level_{0};  // read on every log call without the lock, set by open()
+  std::string open_error_;
   std::FILE* sink_ = stderr;
   bool owned_ = false;
 };

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -22,7 +23,24 @@ bool parse_bool(const char* var, const std::string& v) {
   bad_value(var, v, "0 or 1");
 }
 
+// A number as a person writes it in decimal: strtoll / strtod alone would also take leading
+// blanks, a '+', hex ("0x10") and, for doubles, "inf" or "nan".
+bool plain_decimal(const std::string& v, bool fraction) {
+  if (v.empty()) return false;
+  const std::size_t first = v[0] == '-' ? 1 : 0;
+  if (first >= v.size() || !(std::isdigit(static_cast<unsigned char>(v[first])) || (fraction && v[first] == '.')))
+    return false;
+  for (std::size_t i = first; i < v.size(); ++i) {
+    const char c = v[i];
+    const bool ok = std::isdigit(static_cast<unsigned char>(c)) ||
+                    (fraction && (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
 long long parse_int(const char* var, const std::string& v, long long lo, long long hi) {
+  if (!plain_decimal(v, false)) bad_value(var, v, fmt::format("an integer in [{}, {}]", lo, hi).c_str());
   errno = 0;
   char* end = nullptr;
   long long x = std::strtoll(v.c_str(), &end, 10);
@@ -33,6 +51,7 @@ long long parse_int(const char* var, const std::string& v, long long lo, long lo
 }
 
 double parse_double(const char* var, const std::string& v, double lo, double hi) {
+  if (!plain_decimal(v, true)) bad_value(var, v, fmt::format("a number in [{}, {}]", lo, hi).c_str());
   errno = 0;
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
@@ -51,15 +70,19 @@ void parse_numerical_check(const std::string& v, Options* o) {
     o->numerical_check = parse_bool(var, v);
     return;
   }
-  const char* expected = "0, 1 or ATOL_RTOL with two positive numbers (e.g. 1e-3_1e-3)";
-  std::string a = v.substr(0, us), r = v.substr(us + 1);
-  char* end = nullptr;
-  double atol = std::strtod(a.c_str(), &end);
-  if (a.empty() || end != a.c_str() + a.size() || !(atol >= 0) || !std::isfinite(atol))
-    bad_value(var, v, expected);
-  double rtol = std::strtod(r.c_str(), &end);
-  if (r.empty() || end != r.c_str() + r.size() || !(rtol >= 0) || !std::isfinite(rtol))
-    bad_value(var, v, expected);
+  const char* expected = "0, 1 or ATOL_RTOL with two non-negative numbers (e.g. 1e-3_1e-3)";
+  const std::string a = v.substr(0, us), r = v.substr(us + 1);
+  auto tolerance = [&](const std::string& x) {
+    errno = 0;
+    char* end = nullptr;
+    const double t = std::strtod(x.c_str(), &end);
+    // ERANGE: "1e-400" would silently become 0, an exact-match check nobody asked for.
+    if (!plain_decimal(x, true) || end != x.c_str() + x.size() || errno == ERANGE || !std::isfinite(t) ||
+        !(t >= 0))
+      bad_value(var, v, expected);
+    return t;
+  };
+  const double atol = tolerance(a), rtol = tolerance(r);
   o->numerical_check = true;
   o->atol = atol;
   o->rtol = rtol;
@@ -112,10 +135,14 @@ Options Options::from_environment() {
 Status Options::validate() const {
   auto bad = [](const std::string& what) { return Status(StatusCode::kInvalidArgument, what); };
   if (verbose < 0 || verbose > 3) return bad(fmt::format("verbose must be 0-3 (got {})", verbose));
-  if (!(max_tuning_duration_ms >= 0))
-    return bad(fmt::format("max_tuning_duration_ms must be >= 0 (got {})", max_tuning_duration_ms));
-  if (!(max_warmup_duration_ms >= 0))
-    return bad(fmt::format("max_warmup_duration_ms must be >= 0 (got {})", max_warmup_duration_ms));
+  // Finite and bounded as the environment's values are: the tuner converts them to integer counts.
+  if (!(max_tuning_duration_ms >= 0 && max_tuning_duration_ms <= 1e7))
+    return bad(fmt::format("max_tuning_duration_ms must be in [0, 1e7] (got {})", max_tuning_duration_ms));
+  if (!(max_warmup_duration_ms >= 0 && max_warmup_duration_ms <= 1e7))
+    return bad(fmt::format("max_warmup_duration_ms must be in [0, 1e7] (got {})", max_warmup_duration_ms));
+  // Negative: the per-dtype default; an infinite tolerance would pass every candidate.
+  if (!std::isfinite(atol) || !std::isfinite(rtol))
+    return bad(fmt::format("atol and rtol must be finite (got {}, {})", atol, rtol));
   if (max_tuning_iterations < 0)
     return bad(fmt::format("max_tuning_iterations must be >= 0 (got {})", max_tuning_iterations));
   if (max_warmup_iterations < 0)

@@ -6,7 +6,10 @@ namespace tunable {
 
 ContextImpl::ContextImpl(Device device, Options options, std::vector<Validator> validators)
     : device_(device), validators_(std::move(validators)) {
-  throw_if_error(set_options(options));
+  // An unopenable verbose file is not worth refusing the context for: the reason was printed to
+  // stderr, where the log then goes (set_options returns it to a program that changes options).
+  const Status st = set_options(options);
+  if (st.code() != StatusCode::kIoError) throw_if_error(st);
 }
 
 ContextImpl::~ContextImpl() = default;
@@ -27,7 +30,11 @@ Status ContextImpl::set_options(const Options& o) {
   }
   enabled_ = o.enabled;
   tuning_ = o.tuning;
-  log_.open(o.verbose, verbose_target);
+  // Opened only when something goes there: verbose 0 writes warnings to stderr and creates no file.
+  if (!log_.open(o.verbose, o.verbose > 0 ? verbose_target : std::string("err")))
+    return Status(StatusCode::kIoError,
+                  fmt::format("cannot open verbose file '{}' (TUNABLE_VERBOSE_FILENAME): {}; logging to stderr",
+                              verbose_target, log_.open_error()));
   return Status::ok();
 }
 
@@ -44,8 +51,9 @@ std::string ContextImpl::untuned_path() const {
 Status ContextImpl::ensure_loaded() {
   const std::string path = results_path();
   std::lock_guard<std::mutex> lock(file_mu_);
-  if (path == loaded_path_ && (file_ || load_failed_)) return Status::ok();
-  load_failed_ = false;
+  // A failed load is not retried (its warning was given once) but every caller still gets its reason.
+  if (path == loaded_path_ && (file_ || !load_status_.is_ok())) return load_status_;
+  load_status_ = Status::ok();
   if (path.empty()) {
     file_.reset();
     loaded_path_.clear();
@@ -66,7 +74,7 @@ Status ContextImpl::ensure_loaded() {
   if (!st.is_ok()) {
     log_.warn(fmt::format("results file unusable, results stay in memory: {}", st.message()));
     file_.reset();
-    load_failed_ = true;
+    load_status_ = st;
     return st;
   }
   if (log_.enabled(1)) {
@@ -83,20 +91,27 @@ Status ContextImpl::ensure_loaded() {
 
 std::optional<ResultRecord> ContextImpl::find(const std::string& op_sig,
                                               const std::string& params_sig) {
+  // An unusable file was warned about when it failed; the lookup goes on with what is in memory.
   (void)ensure_loaded();
   return store_.find(op_sig, params_sig);
 }
 
-void ContextImpl::add_result(const ResultRecord& r) {
+Status ContextImpl::add_result(const ResultRecord& r) {
   store_.put(r);
   std::lock_guard<std::mutex> lock(file_mu_);
-  if (!file_) return;
+  if (!file_) {
+    if (loaded_path_.empty() || load_status_.is_ok()) return Status::ok();  // no results file asked for
+    return Status(load_status_.code(),
+                  fmt::format("result {} kept in memory only: {}", format_record(r), load_status_.message()));
+  }
   Status st = file_->append(r);
   if (!st.is_ok()) {
-    log_.warn(fmt::format("result {} kept in memory only: {}", format_record(r), st.message()));
-  } else {
-    log_.log(1, "writing file {}: {}", file_->path(), format_record(r));
+    st = Status(st.code(), fmt::format("result {} kept in memory only: {}", format_record(r), st.message()));
+    log_.warn(st.message());
+    return st;
   }
+  log_.log(1, "writing file {}: {}", file_->path(), format_record(r));
+  return Status::ok();
 }
 
 void ContextImpl::record_untuned(const std::string& op_sig, const std::string& params_sig) {

@@ -44,13 +44,13 @@ class ContextImpl {
   std::string untuned_path() const;
   const std::vector<Validator>& validators() const { return validators_; }
 
-  /// Loads the results file once per path; failures are logged as warnings (results then stay in
-  /// memory) and returned.
+  /// Loads the results file once per path; a failure is logged as a warning once (results then stay
+  /// in memory) and returned to every later call for that path.
   Status ensure_loaded();
   std::optional<ResultRecord> find(const std::string& op_sig, const std::string& params_sig);
-  /// Stores a new result and appends it to the file (a write failure is a warning, never lost
-  /// silently: the result stays in memory and the message says where it could not go).
-  void add_result(const ResultRecord& r);
+  /// Stores a new result and appends it to the file. A write failure (or a results file that could
+  /// not be loaded) is returned and logged as a warning; the result stays in memory either way.
+  Status add_result(const ResultRecord& r);
   /// Appends a miss to the untuned file when record_untuned is on.
   void record_untuned(const std::string& op_sig, const std::string& params_sig);
   std::vector<ResultRecord> results() const { return store_.all(); }
@@ -119,7 +119,7 @@ class ContextImpl {
 
   std::mutex file_mu_;
   std::string loaded_path_;  // results path the store was filled from
-  bool load_failed_ = false;  // loaded_path_ could not be used; warned once, not retried
+  Status load_status_;        // why loaded_path_ could not be used (warned once, not retried)
   std::unique_ptr<ResultsFile> file_;
   std::unique_ptr<UntunedFile> untuned_;
   ResultsStore store_;

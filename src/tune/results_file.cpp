@@ -6,12 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+
+#include "core/error.hpp"
 
 namespace tunable {
 namespace {
@@ -62,12 +66,23 @@ void for_each_line(const std::string& text, std::vector<ParseDiagnostic>* diags,
 }
 
 // Owns an flock on "<path>.lock"; the lock file is never removed, so every process locks the same
-// inode.
+// inode. It is created 0666 (the umask decides) so that one user's lock does not lock others out of a
+// shared results file; a lock file this process may not write is opened read-only (flock needs no
+// write access). Where no lock file exists and none may be created (results shipped in a read-only
+// directory), `read_only_place()` says so: the file may still be read, never written.
 class FileLock {
  public:
   Status acquire(const std::string& path) {
     lock_path_ = path + ".lock";
-    fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd_ < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+      const int create_errno = errno;
+      fd_ = ::open(lock_path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+      if (fd_ < 0 && errno == ENOENT) {
+        read_only_place_ = true;
+        errno = create_errno;
+      }
+    }
     if (fd_ < 0)
       return Status(StatusCode::kIoError,
                     fmt::format("cannot open lock file '{}': {}", lock_path_, std::strerror(errno)));
@@ -78,6 +93,7 @@ class FileLock {
     }
     return Status::ok();
   }
+  bool read_only_place() const { return read_only_place_; }
   ~FileLock() {
     if (fd_ >= 0) {
       ::flock(fd_, LOCK_UN);
@@ -88,7 +104,20 @@ class FileLock {
  private:
   std::string lock_path_;
   int fd_ = -1;
+  bool read_only_place_ = false;
 };
+
+// Only regular files are results files: a FIFO would block the reader (holding the lock), a device
+// would be read forever.
+Status require_regular(int fd, const std::string& path) {
+  struct stat sb;
+  if (::fstat(fd, &sb) != 0)
+    return Status(StatusCode::kIoError, fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
+  if (S_ISDIR(sb.st_mode)) return Status(StatusCode::kIoError, fmt::format("'{}' is a directory", path));
+  if (!S_ISREG(sb.st_mode))
+    return Status(StatusCode::kIoError, fmt::format("'{}' is not a regular file", path));
+  return Status::ok();
+}
 
 Status write_all(int fd, const std::string& data, const std::string& path) {
   std::size_t done = 0;
@@ -105,17 +134,25 @@ Status write_all(int fd, const std::string& data, const std::string& path) {
 }
 
 // Appends `text`; when the file does not end in a newline (a torn or hand-edited last line) one is
-// added first, so the new line never fuses with the old one.
-Status append_text(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+// added first, so the new line never fuses with the old one. `written` (optional) gets the file's
+// identity after the write.
+Status append_text(const std::string& path, const std::string& text, FileIdentity* written = nullptr) {
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
   if (fd < 0)
     return Status(StatusCode::kIoError,
                   fmt::format("cannot open '{}' for appending: {}", path, std::strerror(errno)));
+  if (Status st = require_regular(fd, path); !st.is_ok()) {
+    ::close(fd);
+    return st;
+  }
   struct stat sb;
   char last = '\n';
   if (::fstat(fd, &sb) == 0 && sb.st_size > 0 && ::pread(fd, &last, 1, sb.st_size - 1) != 1)
     last = '\n';
   Status st = write_all(fd, last == '\n' ? text : "\n" + text, path);
+  if (st.is_ok() && written != nullptr && ::fstat(fd, &sb) == 0)
+    *written = FileIdentity{static_cast<unsigned long long>(sb.st_dev), static_cast<unsigned long long>(sb.st_ino),
+                            static_cast<long long>(sb.st_size)};
   if (::close(fd) != 0 && st.is_ok())
     st = Status(StatusCode::kIoError, fmt::format("cannot close '{}': {}", path, std::strerror(errno)));
   return st;
@@ -127,17 +164,55 @@ std::string header_text(const std::vector<Validator>& v) {
   return s;
 }
 
-std::string backup_name(const std::string& path) {
+std::string backup_base(const std::string& path) {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
-  std::string base = fmt::format("{}.{}.bak", path, ts);
-  std::string name = base;
-  struct stat sb;
-  for (int i = 1; ::stat(name.c_str(), &sb) == 0; ++i) name = fmt::format("{}.{}", base, i);
-  return name;
+  return fmt::format("{}.{}.bak", path, ts);
+}
+
+// Moves `path` to the first free "<path>.<UTC time>.bak[.N]" without ever replacing a file there
+// (another program may create one between a check and a plain rename): renameat2's NOREPLACE, or a
+// hard link and an unlink where the file system lacks it. On failure `path` is where it was.
+Status move_to_backup(const std::string& path, std::string* backup) {
+  const std::string base = backup_base(path);
+  for (int i = 0; i < 10000; ++i) {
+    const std::string name = i == 0 ? base : fmt::format("{}.{}", base, i);
+    if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, name.c_str(), RENAME_NOREPLACE) == 0) {
+      *backup = name;
+      return Status::ok();
+    }
+    if (errno == EEXIST) continue;
+    if (errno != EINVAL && errno != ENOSYS)
+      return Status(StatusCode::kIoError,
+                    fmt::format("cannot move '{}' to '{}': {}", path, name, std::strerror(errno)));
+    if (::link(path.c_str(), name.c_str()) != 0) {
+      if (errno == EEXIST) continue;
+      return Status(StatusCode::kIoError,
+                    fmt::format("cannot move '{}' to '{}': {}", path, name, std::strerror(errno)));
+    }
+    if (::unlink(path.c_str()) != 0) {
+      const int e = errno;
+      ::unlink(name.c_str());  // the original is still in place: drop the second name
+      return Status(StatusCode::kIoError,
+                    fmt::format("cannot move '{}' to '{}': {}", path, name, std::strerror(e)));
+    }
+    *backup = name;
+    return Status::ok();
+  }
+  return Status(StatusCode::kIoError, fmt::format("no free backup name for '{}' after {}.*", path, base));
+}
+
+// A time as the results file writes it ({:.6g}): digits, a point, an exponent; no sign, space,
+// hex or words, which strtod would also take.
+bool plain_time(const std::string& s) {
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-')
+      return false;
+  return true;
 }
 
 }  // namespace
@@ -152,6 +227,9 @@ std::string sanitize_field(std::string s) {
 
 ParsedResults parse_results(const std::string& text) {
   ParsedResults out;
+  // (op, params) -> line and solution of its latest record: a later line wins (appends are newer),
+  // and one that disagrees with an earlier line says so.
+  std::map<std::pair<std::string, std::string>, std::pair<std::size_t, std::string>> seen;
   for_each_line(text, &out.diagnostics, [&](std::size_t lineno, const std::string& line) {
     auto f = split(line, ',');
     if (f[0] == "Validator") {
@@ -181,13 +259,21 @@ ParsedResults parse_results(const std::string& text) {
       errno = 0;
       char* end = nullptr;
       double t = std::strtod(f[3].c_str(), &end);
-      if (f[3].empty() || end != f[3].c_str() + f[3].size() || errno == ERANGE ||
+      if (!plain_time(f[3]) || end != f[3].c_str() + f[3].size() || errno == ERANGE ||
           !std::isfinite(t) || t < 0) {
         out.diagnostics.push_back(
             {lineno, fmt::format("time '{}' is not a finite non-negative number", f[3])});
         return;
       }
       r.time_ms = t;
+    }
+    auto [it, fresh] = seen.try_emplace({r.op_signature, r.params_signature}, lineno, r.solution);
+    if (!fresh) {
+      if (it->second.second != r.solution)
+        out.diagnostics.push_back(
+            {lineno, fmt::format("{},{} was {} on line {}; this later line's {} is used", r.op_signature,
+                                 r.params_signature, it->second.second, it->second.first, r.solution)});
+      it->second = {lineno, r.solution};
     }
     out.records.push_back(std::move(r));
   });
@@ -254,17 +340,16 @@ std::optional<std::string> validator_mismatch(const std::vector<Validator>& have
 Status read_file(const std::string& path, std::string* text, bool* exists) {
   *exists = false;
   text->clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return Status::ok();
     return Status(StatusCode::kIoError,
                   fmt::format("cannot open '{}' for reading: {}", path, std::strerror(errno)));
   }
   *exists = true;
-  struct stat sb;
-  if (::fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+  if (Status st = require_regular(fd, path); !st.is_ok()) {
     ::close(fd);
-    return Status(StatusCode::kIoError, fmt::format("'{}' is a directory", path));
+    return st;
   }
   char buf[1 << 16];
   for (;;) {
@@ -290,7 +375,9 @@ Status read_file(const std::string& path, std::string* text, bool* exists) {
 
 Status ResultsFile::load(std::vector<ResultRecord>* records, LoadReport* report) {
   FileLock lock;
-  if (Status st = lock.acquire(path_); !st.is_ok()) return st;
+  const Status locked = lock.acquire(path_);
+  // Without a lock file and no way to make one, the file is only read: nothing here writes.
+  if (!locked.is_ok() && !lock.read_only_place()) return locked;
   std::string text;
   bool exists = false;
   Status st = read_file(path_, &text, &exists);
@@ -298,36 +385,63 @@ Status ResultsFile::load(std::vector<ResultRecord>* records, LoadReport* report)
     // An unreadable or oversized file is kept where it is; say so, never clobber it.
     return st;
   }
+  auto unlocked = [&](const char* what) {
+    return Status(StatusCode::kIoError, fmt::format("'{}' {}, and {}", path_, what, locked.message()));
+  };
   if (!exists || text.empty()) {
+    if (!locked.is_ok()) return unlocked("cannot be created");
     report->created = true;
-    return append_text(path_, header_text(validators_));
+    return append_text(path_, header_text(validators_), &identity_);
   }
   ParsedResults parsed = parse_results(text);
   report->diagnostics = std::move(parsed.diagnostics);
   if (auto why = validator_mismatch(parsed.validators, validators_)) {
     report->mismatch = *why;
-    report->backup_path = backup_name(path_);
-    if (::rename(path_.c_str(), report->backup_path.c_str()) != 0) {
+    if (!locked.is_ok()) return unlocked(fmt::format("has other validators ({}) and cannot be moved", *why).c_str());
+    if (Status moved = move_to_backup(path_, &report->backup_path); !moved.is_ok()) {
+      report->backup_path.clear();
       return Status(StatusCode::kIoError,
-                    fmt::format("validators of '{}' do not match ({}) and it cannot be moved to "
-                                "'{}': {}; the file is left untouched",
-                                path_, *why, report->backup_path, std::strerror(errno)));
+                    fmt::format("validators of '{}' do not match ({}) and it cannot be moved aside ({}); the "
+                                "file is left untouched",
+                                path_, *why, moved.message()));
     }
     report->created = true;
-    return append_text(path_, header_text(validators_));
+    return append_text(path_, header_text(validators_), &identity_);
   }
+  read_only_ = !locked.is_ok();
+  struct stat sb;
+  if (::stat(path_.c_str(), &sb) == 0)
+    identity_ = FileIdentity{static_cast<unsigned long long>(sb.st_dev), static_cast<unsigned long long>(sb.st_ino),
+                             static_cast<long long>(sb.st_size)};
   *records = std::move(parsed.records);
   return Status::ok();
 }
 
 Status ResultsFile::append(const ResultRecord& record) {
+  if (read_only_)
+    return Status(StatusCode::kIoError,
+                  fmt::format("'{}' was loaded read-only (its lock file '{}.lock' cannot be created)", path_, path_));
   FileLock lock;
   if (Status st = lock.acquire(path_); !st.is_ok()) return st;
   struct stat sb;
   std::string text;
-  if (::stat(path_.c_str(), &sb) != 0 || sb.st_size == 0) text = header_text(validators_);
+  if (::stat(path_.c_str(), &sb) != 0 || sb.st_size == 0) {
+    text = header_text(validators_);  // gone or emptied: start it again under our validators
+  } else if (static_cast<unsigned long long>(sb.st_dev) != identity_.dev ||
+             static_cast<unsigned long long>(sb.st_ino) != identity_.ino || sb.st_size < identity_.size) {
+    // Replaced or rewritten since this process read it (another build or device moved it aside and
+    // started its own): append only if its validators are still ours.
+    std::string now;
+    bool exists = false;
+    TUNABLE_RETURN_IF_ERROR(read_file(path_, &now, &exists));
+    if (auto why = validator_mismatch(parse_results(now).validators, validators_))
+      return Status(StatusCode::kIoError,
+                    fmt::format("'{}' was replaced since it was loaded and its validators are not this "
+                                "process's ({}); the result is not written there",
+                                path_, *why));
+  }
   text += format_record(record) + "\n";
-  return append_text(path_, text);
+  return append_text(path_, text, &identity_);
 }
 
 Status UntunedFile::record(const std::string& op_sig, const std::string& params_sig) {

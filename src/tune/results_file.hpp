@@ -64,20 +64,31 @@ struct LoadReport {
   std::vector<ParseDiagnostic> diagnostics;
 };
 
+/// Which file a ResultsFile last read or wrote, to notice it being replaced under it.
+struct FileIdentity {
+  unsigned long long dev = 0, ino = 0;
+  long long size = 0;
+};
+
 class ResultsFile {
  public:
   ResultsFile(std::string path, std::vector<Validator> validators)
       : path_(std::move(path)), validators_(std::move(validators)) {}
   const std::string& path() const { return path_; }
   /// Reads the file under the lock, creating it with the validator header when absent or empty;
-  /// moves a mismatching file to a backup and starts a fresh one.
+  /// moves a mismatching file to a backup and starts a fresh one. Only regular files are read. A file
+  /// whose lock file cannot be created (a read-only directory) is still read, and then never written.
   Status load(std::vector<ResultRecord>* records, LoadReport* report);
-  /// Appends one record under the lock (recreating the header if the file vanished).
+  /// Appends one record under the lock (recreating the header if the file vanished). Refuses when the
+  /// file was replaced since load() by one with other validators, so a result never lands under
+  /// another build's or device's header.
   Status append(const ResultRecord& record);
 
  private:
   std::string path_;
   std::vector<Validator> validators_;
+  FileIdentity identity_;
+  bool read_only_ = false;
 };
 
 /// Untuned problems, appended and deduplicated across processes.

@@ -85,11 +85,12 @@ class TunableOp final : public TunableOpBase {
   }
 
   /// Tunes args' problem unless a result exists (also when the context is disabled).
+  /// A result that could not be written to the results file is an error here, with `chosen` set.
   Status tune(const Args& args, std::string* chosen) {
     Choice c;
-    TUNABLE_RETURN_IF_ERROR(resolve(args, nullptr, /*force_tune=*/true, &c));
-    if (chosen) *chosen = c.sol->name();
-    return Status::ok();
+    const Status st = resolve(args, nullptr, /*force_tune=*/true, &c);
+    if (chosen && c.sol) *chosen = c.sol->name();
+    return st;
   }
 
   /// Candidates for `args`: Default first, then every provider's, names deduplicated.
@@ -165,11 +166,19 @@ class TunableOp final : public TunableOpBase {
       }
     }
     Choice chosen;
+    Persisted persisted;  // whether a freshly tuned result reached the results file
     if (auto rec = ctx_.find(h_.op_signature, ps)) {
       chosen.sol = rebuild(rec->solution, args);
       Status why = chosen.sol ? chosen.sol->can_implement(args)
                               : Status(StatusCode::kNotSupported, "unknown to this build");
-      if (!why.is_ok()) {
+      if (why.code() == StatusCode::kMisaligned) {
+        // Only these pointers are refused: the result stays the problem's choice, and run() gives
+        // every call whose pointers it cannot take to Default (a misaligned first call must not
+        // turn the tuned kernel off for the aligned calls after it).
+        ctx_.log().log(1, "{}({}) found {} (not for this call's pointers: {})", h_.op_signature, ps,
+                       rec->solution, why.message());
+        chosen.from_result = true;
+      } else if (!why.is_ok()) {
         ctx_.log().warn(fmt::format("stored solution {} for {}({}) no longer applies ({}); using {}",
                                     rec->solution, h_.op_signature, ps, why.message(),
                                     h_.default_solution->name()));
@@ -180,8 +189,20 @@ class TunableOp final : public TunableOpBase {
         chosen.from_result = true;
       }
     } else if (ctx_.tuning() || force_tune) {
-      TUNABLE_RETURN_IF_ERROR(tune_now(args, ps, &chosen.sol));
-      chosen.from_result = true;
+      const Status tuned = tune_now(args, ps, &chosen.sol, &persisted);
+      if (tuned.is_ok()) {
+        chosen.from_result = true;
+      } else if (force_tune) {
+        return tuned;
+      } else {
+        // A call must not fail because its problem could not be tuned (no memory for the tuning
+        // buffers, say): it runs Default, the problem is left for a later process to tune, and this
+        // one does not retry it on every call.
+        ctx_.log().warn(fmt::format("tuning {}({}) failed ({}); it runs {} and is recorded as untuned",
+                                    h_.op_signature, ps, tuned.message(), h_.default_solution->name()));
+        ctx_.record_untuned(h_.op_signature, ps);
+        chosen.sol = h_.default_solution;
+      }
     } else {
       ctx_.log().log(2, "{}({}) missing, tuning off: Default", h_.op_signature, ps);
       ctx_.record_untuned(h_.op_signature, ps);
@@ -192,10 +213,19 @@ class TunableOp final : public TunableOpBase {
       cache_[key] = chosen;
     }
     *out = chosen;
-    return Status::ok();
+    // The explicit tune API reports a result it could not write; a call that dispatches has its
+    // output to compute, and the failed write was logged as a warning.
+    return force_tune ? persisted.status : Status::ok();
   }
 
-  Status tune_now(const Args& args, const std::string& ps, SolutionPtr<Args>* chosen) {
+  /// The results file's answer to a new result. (A wrapper: nvcc warns on assigning a [[nodiscard]]
+  /// Status itself, as its operator= returns one.)
+  struct Persisted {
+    Status status;
+  };
+
+  /// Tunes and stores the winner; `persisted` gets whether it reached the results file.
+  Status tune_now(const Args& args, const std::string& ps, SolutionPtr<Args>* chosen, Persisted* persisted) {
     const Options opt = ctx_.options();
     std::vector<SolutionPtr<Args>> cands;
     TUNABLE_RETURN_IF_ERROR(candidates(args, &cands));
@@ -206,7 +236,7 @@ class TunableOp final : public TunableOpBase {
     TUNABLE_RETURN_IF_ERROR(tune_candidates(opt, ctx_.log(), label, cands, *wl, &oc,
                                             ctx_.progress_callback()));
     ctx_.count_tuned();
-    ctx_.add_result(ResultRecord{h_.op_signature, ps, oc.best->name(), oc.best_ms});
+    *persisted = Persisted{ctx_.add_result(ResultRecord{h_.op_signature, ps, oc.best->name(), oc.best_ms})};
     *chosen = oc.best;
     return Status::ok();
   }

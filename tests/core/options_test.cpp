@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <limits>
 
 #include "test_util.hpp"
 #include "tunable/context.hpp"
@@ -88,7 +91,16 @@ INSTANTIATE_TEST_SUITE_P(
                       BadEnvCase{"TUNABLE_ROTATING_BUFFER_SIZE", "-2"},
                       BadEnvCase{"TUNABLE_NUMERICAL_CHECK", "1e-3_x"},
                       BadEnvCase{"TUNABLE_NUMERICAL_CHECK", "_"},
-                      BadEnvCase{"TUNABLE_RECORD_UNTUNED", "yes please"}));
+                      BadEnvCase{"TUNABLE_RECORD_UNTUNED", "yes please"},
+                      // What strtoll / strtod would take but a person did not mean.
+                      BadEnvCase{"TUNABLE_VERBOSE", " 1"}, BadEnvCase{"TUNABLE_VERBOSE", "+1"},
+                      BadEnvCase{"TUNABLE_MAX_TUNING_DURATION_MS", "0x10"},
+                      BadEnvCase{"TUNABLE_MAX_TUNING_DURATION_MS", " 5"},
+                      BadEnvCase{"TUNABLE_MAX_TUNING_DURATION_MS", "inf"},
+                      BadEnvCase{"TUNABLE_MAX_WARMUP_ITERATIONS", "99999999999999999999"},
+                      BadEnvCase{"TUNABLE_NUMERICAL_CHECK", "1e-400_1"},
+                      BadEnvCase{"TUNABLE_NUMERICAL_CHECK", "0x1_1"},
+                      BadEnvCase{"TUNABLE_NUMERICAL_CHECK", "-1_1"}));
 
 TEST(Options, ApiOverridesEnvironment) {
   ScopedEnv e("TUNABLE_MAX_TUNING_ITERATIONS", "7");
@@ -108,6 +120,42 @@ TEST(Options, ValidateNamesField) {
   EXPECT_NE(s.message().find("verbose"), std::string::npos);
   Context ctx(Device::cpu(), Options{});
   EXPECT_EQ(ctx.set_options(o).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Options, ValidateRefusesInfiniteDurationsAndTolerances) {
+  Options o;
+  o.max_tuning_duration_ms = std::numeric_limits<double>::infinity();
+  EXPECT_NE(o.validate().message().find("max_tuning_duration_ms"), std::string::npos) << o.validate().message();
+  o = Options{};
+  o.max_warmup_duration_ms = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(o.validate().message().find("max_warmup_duration_ms"), std::string::npos);
+  o = Options{};
+  o.atol = std::numeric_limits<double>::infinity();  // would pass every candidate's check
+  EXPECT_NE(o.validate().message().find("atol"), std::string::npos);
+  o = Options{};
+  o.atol = o.rtol = 0;  // an exact check is a legitimate (strict) choice
+  EXPECT_TRUE(o.validate().is_ok());
+}
+
+TEST(Options, UnopenableVerboseFileIsAnErrorOfSetOptions) {
+  test::TempDir dir;
+  Options o;
+  o.filename = "";
+  Context ctx(Device::cpu(), o);
+  o.verbose = 1;
+  o.verbose_filename = dir.file("no/such/dir/log.txt");
+  const Status st = ctx.set_options(o);
+  EXPECT_EQ(st.code(), StatusCode::kIoError) << st.to_string();
+  EXPECT_NE(st.message().find("no/such/dir/log"), std::string::npos) << st.message();
+  // At verbose 0 nothing is written there, so nothing is created or refused.
+  o.verbose = 0;
+  o.verbose_filename = dir.file("quiet.txt");
+  EXPECT_TRUE(ctx.set_options(o).is_ok());
+  EXPECT_NE(::access(dir.file("quiet_cpu.txt").c_str(), F_OK), 0);
+  // A context built with that option still works (logging on stderr), it does not throw.
+  o.verbose = 1;
+  o.verbose_filename = dir.file("no/such/dir/log.txt");
+  EXPECT_NO_THROW(Context(Device::cpu(), o));
 }
 
 TEST(Options, InvalidEnvironmentMakesContextThrow) {

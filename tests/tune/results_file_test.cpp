@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <random>
 #include <set>
 
@@ -190,6 +191,121 @@ TEST(ResultsFile, DirectoryIsAClearError) {
   bool exists = false;
   Status st = read_file(dir.path(), &text, &exists);
   EXPECT_EQ(st.code(), StatusCode::kIoError);
+  const std::string path = dir.file("r.csv");
+  ASSERT_EQ(::mkdir(path.c_str(), 0755), 0);
+  std::vector<ResultRecord> recs;
+  LoadReport rep;
+  st = ResultsFile(path, kVals).load(&recs, &rep);
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("'" + path + "' is a directory"), std::string::npos) << st.message();
+  EXPECT_TRUE(rep.backup_path.empty());
+}
+
+TEST(ResultsFile, FifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string path = dir.file("r.csv");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  std::vector<ResultRecord> recs;
+  LoadReport rep;
+  // A blocking open would wait here for a writer forever (holding the lock).
+  Status st = ResultsFile(path, kVals).load(&recs, &rep);
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("not a regular file"), std::string::npos) << st.message();
+}
+
+TEST(ResultsFile, AppendRefusesAFileReplacedByOneWithOtherValidators) {
+  // Two processes with different validators (two GPU models) on one path: B moves A's file aside
+  // and starts its own; A's next result must not land under B's header.
+  TempDir dir;
+  const std::string path = dir.file("r.csv");
+  ResultsFile a(path, kVals);
+  std::vector<ResultRecord> recs;
+  LoadReport rep;
+  ASSERT_TRUE(a.load(&recs, &rep).is_ok());
+  ASSERT_TRUE(a.append({"op", "p1", "s", 1}).is_ok());
+  const std::vector<Validator> other = {{"TUNABLE_VERSION", "0.1.0"}, {"CPU_MODEL", "other cpu"}};
+  ResultsFile b(path, other);
+  LoadReport rep_b;
+  ASSERT_TRUE(b.load(&recs, &rep_b).is_ok());
+  ASSERT_FALSE(rep_b.backup_path.empty());
+  const Status st = a.append({"op", "p2", "s", 1});
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("replaced"), std::string::npos) << st.message();
+  ParsedResults now = parse_results(slurp(path));
+  EXPECT_EQ(now.validators, other);
+  EXPECT_TRUE(now.records.empty());
+  EXPECT_EQ(parse_results(slurp(rep_b.backup_path)).records.size(), 1u);  // A's first result kept
+  // B's own appends go on; a process with B's validators that loaded the earlier file may too.
+  EXPECT_TRUE(b.append({"op", "p3", "s", 1}).is_ok());
+}
+
+TEST(ResultsFile, ReadOnlyPlaceIsReadButNeverWritten) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions; run as a user to check this";
+  TempDir dir;
+  const std::string sub = dir.file("shipped");
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  const std::string path = sub + "/r.csv";
+  write_text(path, "Validator,TUNABLE_VERSION,0.1.0\nValidator,CPU_MODEL,test cpu\nop,p,s,1\n");
+  ASSERT_EQ(::chmod(sub.c_str(), 0555), 0);  // no lock file can be created next to it
+  ResultsFile f(path, kVals);
+  std::vector<ResultRecord> recs;
+  LoadReport rep;
+  const Status st = f.load(&recs, &rep);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(recs.size(), 1u);
+  EXPECT_EQ(f.append({"op", "q", "s", 1}).code(), StatusCode::kIoError);
+  ::chmod(sub.c_str(), 0755);
+}
+
+TEST(ResultsFile, ConflictingDuplicatesAreReportedAndTheLaterLineWins) {
+  ParsedResults p = parse_results(
+      "Validator,TUNABLE_VERSION,0.1.0\nop,p,fast,1\nop,p,fast,0.9\nop,p,Default,2\n");
+  ASSERT_EQ(p.records.size(), 3u);
+  ASSERT_EQ(p.diagnostics.size(), 1u);  // the same solution twice is no conflict
+  EXPECT_EQ(p.diagnostics[0].line, 4u);
+  EXPECT_NE(p.diagnostics[0].message.find("was fast on line 3"), std::string::npos) << p.diagnostics[0].message;
+  ResultsStore store;
+  for (const auto& r : p.records) store.put(r);
+  EXPECT_EQ(store.find("op", "p")->solution, "Default");
+}
+
+TEST(ResultsFile, TimesAreDecimalsAsWritten) {
+  for (const char* bad : {"op,p,s, 1", "op,p,s,+1", "op,p,s,0x1p3", "op,p,s,inf", "op,p,s,1 "}) {
+    ParsedResults p = parse_results(std::string("Validator,V,1\n") + bad + "\n");
+    EXPECT_TRUE(p.records.empty()) << bad;
+    EXPECT_EQ(p.diagnostics.size(), 1u) << bad;
+  }
+  for (const char* good : {"op,p,s,1", "op,p,s,0.5", "op,p,s,1e-05", "op,p,s,.25", "op,p,s,2E+3"}) {
+    ParsedResults p = parse_results(std::string("Validator,V,1\n") + good + "\n");
+    EXPECT_EQ(p.records.size(), 1u) << good;
+  }
+}
+
+TEST(ResultsFile, BackupNeverReplacesAnExistingFile) {
+  // Whatever already holds a backup name (another program's file, a backup made in the same
+  // second) is kept: the move takes the next free name.
+  TempDir dir;
+  const std::string path = dir.file("r.csv");
+  std::vector<std::string> squatters;
+  const std::time_t now = std::time(nullptr);
+  for (std::time_t t = now; t <= now + 2; ++t) {
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char ts[32];
+    std::strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
+    squatters.push_back(path + "." + ts + ".bak");
+    write_text(squatters.back(), "someone else's\n");
+  }
+  write_text(path, "Validator,TUNABLE_VERSION,0.0.9\nop,p,s,1\n");
+  std::vector<ResultRecord> recs;
+  LoadReport rep;
+  ASSERT_TRUE(ResultsFile(path, kVals).load(&recs, &rep).is_ok());
+  ASSERT_FALSE(rep.backup_path.empty());
+  for (const auto& q : squatters) {
+    EXPECT_NE(rep.backup_path, q);
+    EXPECT_EQ(slurp(q), "someone else's\n");
+  }
+  EXPECT_EQ(slurp(rep.backup_path), "Validator,TUNABLE_VERSION,0.0.9\nop,p,s,1\n");
 }
 
 TEST(ResultsFile, OrdinalInsertion) {

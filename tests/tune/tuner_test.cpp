@@ -3,6 +3,7 @@
 #include "tune/tuner.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <map>
@@ -36,8 +37,12 @@ class FakeSolution final : public Solution<FakeArgs> {
       : clock_(clock), name_(std::move(name)), value_(value), times_(std::move(times)),
         supported_(supported), refuses_run_(refuses_run) {}
   const std::string& name() const override { return name_; }
-  Status can_implement(const FakeArgs&) const override {
-    return supported_ ? Status::ok() : Status(StatusCode::kNotSupported, "fake says no");
+  Status can_implement(const FakeArgs& a) const override {
+    if (!supported_) return Status(StatusCode::kNotSupported, "fake says no");
+    // "picky" takes only 16-byte aligned outputs, as a vector kernel would.
+    if (name_ == "picky" && reinterpret_cast<std::uintptr_t>(a.out) % 16 != 0)
+      return Status(StatusCode::kMisaligned, "fake picky: out (not 16-byte aligned)");
+    return Status::ok();
   }
   Status run(const FakeArgs& a, void*, std::size_t, Stream) const override {
     if (refuses_run_) return Status(StatusCode::kNotSupported, "fake refuses this stream");
@@ -381,6 +386,7 @@ TEST(Numerics, CompareOutputs) {
 struct OpFixture : ::testing::Test {
   Clock clock;
   test::TempDir dir;
+  bool workload_fails = false;
   OpHooks<FakeArgs> hooks() {
     OpHooks<FakeArgs> h;
     h.op_signature = "FakeTunableOp_float";
@@ -395,7 +401,7 @@ struct OpFixture : ::testing::Test {
         return Status::ok();
       }
       SolutionPtr<FakeArgs> from_name(const std::string& n, const FakeArgs&) const override {
-        return n == "fast" || n == "wrong" || n == "refuser" ? make(n) : nullptr;
+        return n == "fast" || n == "wrong" || n == "refuser" || n == "picky" ? make(n) : nullptr;
       }
       SolutionPtr<FakeArgs> make(const std::string& n) const {
         return std::make_shared<FakeSolution>(*c, n, n == "wrong" ? 7.0 : 1.0,
@@ -410,6 +416,7 @@ struct OpFixture : ::testing::Test {
     h.params_signature = [](const FakeArgs& a) { return "size_" + std::to_string(a.size); };
     h.make_workload = [this](const FakeArgs&, const Options&,
                              std::unique_ptr<Workload<FakeArgs>>* w) {
+      if (workload_fails) return Status(StatusCode::kCudaError, "fake: out of memory for the tuning buffers");
       *w = std::make_unique<FakeWorkload>(clock);
       return Status::ok();
     };
@@ -478,6 +485,8 @@ TEST_F(OpFixture, RunTimeRefusalOfAStoredSolutionRunsDefault) {
 }
 
 TEST_F(OpFixture, DisabledRunsDefaultWithoutLookup) {
+  // A stored result the call would use if it looked: it must not even be read.
+  test::write_text(dir.file("fake_cpu.csv"), "Validator,V,1\nFakeTunableOp_float,size_4,fast,0.1\n");
   Options o = opts();
   o.enabled = false;
   ContextImpl ctx(Device::cpu(), o, {{"V", "1"}});
@@ -485,8 +494,66 @@ TEST_F(OpFixture, DisabledRunsDefaultWithoutLookup) {
   double out = 0;
   ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());
   EXPECT_EQ(clock.calls["Default"], 1);
+  EXPECT_EQ(clock.calls["fast"], 0);
   EXPECT_EQ(ctx.stats().defaults, 1u);
-  EXPECT_EQ(ctx.results().size(), 0u);
+  EXPECT_EQ(ctx.results().size(), 0u);  // the file was not loaded
+}
+
+TEST_F(OpFixture, MisalignedFirstCallKeepsTheStoredSolutionForLaterCalls) {
+  test::write_text(dir.file("fake_cpu.csv"), "Validator,V,1\nFakeTunableOp_float,size_4,picky,0.1\n");
+  ContextImpl ctx(Device::cpu(), opts(), {{"V", "1"}});
+  TunableOp<FakeArgs> op(ctx, hooks());
+  alignas(16) double buf[4] = {};
+  double* odd = reinterpret_cast<double*>(reinterpret_cast<char*>(buf) + 8);
+  ASSERT_TRUE(op.run(FakeArgs{odd, 4}, nullptr).is_ok());  // picky cannot take it: Default
+  EXPECT_EQ(clock.calls["Default"], 1);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(op.run(FakeArgs{buf, 4}, nullptr).is_ok());
+  EXPECT_EQ(clock.calls["picky"], 3);  // the aligned calls after it use the stored solution
+  EXPECT_EQ(ctx.stats().hits, 3u);
+  EXPECT_EQ(ctx.stats().fallbacks, 0u);
+}
+
+TEST_F(OpFixture, TuningFailureRunsDefaultAndIsReportedOnlyByTheTuneApi) {
+  workload_fails = true;
+  Options o = opts();
+  o.record_untuned = true;
+  o.untuned_filename = dir.file("untuned.csv");
+  ContextImpl ctx(Device::cpu(), o, {{"V", "1"}});
+  TunableOp<FakeArgs> op(ctx, hooks());
+  double out = 0;
+  // A dispatching call computes its output on Default; the problem is recorded as untuned and not
+  // retried on every call.
+  ASSERT_TRUE(op.run(FakeArgs{&out, 6}, nullptr).is_ok());
+  ASSERT_TRUE(op.run(FakeArgs{&out, 6}, nullptr).is_ok());
+  EXPECT_EQ(out, 1.0);
+  EXPECT_EQ(clock.calls["Default"], 2);
+  EXPECT_EQ(ctx.stats().tuned, 0u);
+  EXPECT_EQ(test::slurp(dir.file("untuned_cpu.csv")), "FakeTunableOp_float,size_6\n");
+  // The explicit tune API says why.
+  std::string chosen;
+  const Status st = op.tune(FakeArgs{&out, 7}, &chosen);
+  EXPECT_EQ(st.code(), StatusCode::kCudaError) << st.to_string();
+  EXPECT_NE(st.message().find("tuning buffers"), std::string::npos) << st.message();
+}
+
+TEST_F(OpFixture, AResultThatCannotBeWrittenIsReportedByTheTuneApi) {
+  // The results path is a directory: the load fails once (warned), every later lookup goes on in
+  // memory, and a tuned result says it was kept in memory only.
+  ASSERT_EQ(::mkdir(dir.file("fake_cpu.csv").c_str(), 0755), 0);
+  ContextImpl ctx(Device::cpu(), opts(), {{"V", "1"}});
+  const Status first = ctx.ensure_loaded();
+  EXPECT_EQ(first.code(), StatusCode::kIoError);
+  EXPECT_EQ(ctx.ensure_loaded().code(), StatusCode::kIoError);  // every caller gets the reason
+  TunableOp<FakeArgs> op(ctx, hooks());
+  double out = 0;
+  ASSERT_TRUE(op.run(FakeArgs{&out, 4}, nullptr).is_ok());  // a dispatching call computes and warns
+  EXPECT_EQ(ctx.stats().tuned, 1u);
+  std::string chosen;
+  const Status st = op.tune(FakeArgs{&out, 5}, &chosen);
+  EXPECT_EQ(st.code(), StatusCode::kIoError) << st.to_string();
+  EXPECT_NE(st.message().find("kept in memory only"), std::string::npos) << st.message();
+  EXPECT_EQ(chosen, "fast");
+  EXPECT_EQ(ctx.find("FakeTunableOp_float", "size_5")->solution, "fast");  // in memory all the same
 }
 
 TEST_F(OpFixture, CaptureMissRunsDefaultAndRecordsUntuned) {
