@@ -11,7 +11,9 @@
 //
 // Arguments are validated on the host before any CUDA call; a bad one gives a Status whose
 // message names it (kInvalidArgument, kMisaligned for pointers not aligned to their element,
-// kNotSupported for dtypes and combinations the ops do not serve). Nothing aborts.
+// kNotSupported for dtypes and combinations the ops do not serve). An output may not share a byte
+// with any other operand (the in-place forms below excepted); slices of one wider buffer that do
+// not touch are fine. rows <= 2^30; eps finite and > 0. Nothing aborts.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,7 @@ struct Fp8Output {
 ///           may equal x (in place; the strides must then be equal)
 ///   x:      [rows, x_row_stride] of `dtype` (bf16, fp16 or fp32)
 ///   weight: [hidden] of `dtype`
+///   eps:    > 0 (0 would turn an all-zero row, a padded token, into NaN)
 Status rms_norm(Context& ctx, void* out, const void* x, const void* weight, std::int64_t rows,
                 std::int64_t hidden, std::int64_t x_row_stride, std::int64_t out_row_stride,
                 float eps, DataType dtype, NormWeight convention = NormWeight::kLlama,

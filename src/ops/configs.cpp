@@ -173,9 +173,10 @@ Status config_fits(const NormArgs& a, const NormConfig& c) {
       if (!aligned(a.x, 16)) return misaligned("x", 16);
       if (!aligned(a.weight, 16)) return misaligned("weight", 16);
       if (p.fused && !aligned(a.residual, 16)) return misaligned("residual", 16);
-      if ((a.x_stride * es) % 16 || (p.fused && (a.residual_stride * es) % 16))
-        return misaligned("a row stride (in bytes)", 16);
-      return misaligned("out or out_row_stride", static_cast<std::size_t>(vec) * out_size(p.dtype, p.fp8));
+      if ((a.x_stride * es) % 16) return misaligned("x_row_stride (in bytes)", 16);
+      if (p.fused && (a.residual_stride * es) % 16) return misaligned("residual_row_stride (in bytes)", 16);
+      const std::size_t ob = static_cast<std::size_t>(vec) * out_size(p.dtype, p.fp8);
+      return aligned(a.out, ob) ? misaligned("out_row_stride (in bytes)", ob) : misaligned("out", ob);
     }
   }
   if (c.staged) return Status::ok();
@@ -224,7 +225,8 @@ Status config_fits(const ActArgs& a, const ActConfig& c) {
     if (!vec16_aligned(a)) {
       if (!aligned(a.x, 16)) return misaligned("x", 16);
       if ((a.x_stride * size_of(p.dtype)) % 16) return misaligned("x_row_stride (in bytes)", 16);
-      return misaligned("out or out_row_stride", static_cast<std::size_t>(vec) * out_size(p.dtype, p.fp8));
+      const std::size_t ob = static_cast<std::size_t>(vec) * out_size(p.dtype, p.fp8);
+      return aligned(a.out, ob) ? misaligned("out_row_stride (in bytes)", ob) : misaligned("out", ob);
     }
   }
   return Status::ok();

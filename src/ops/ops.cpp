@@ -86,9 +86,11 @@ TunableOp<ActArgs>& act_op(ContextImpl& c, const ActProblem& p) {
 }
 
 Status run_norm(Context& ctx, const NormArgs& a, Stream stream) {
-  TUNABLE_RETURN_IF_ERROR(validate(a));
-  TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
-  return norm_op(ctx.impl(), a.prob).run(a, stream);
+  return guarded("fused op", [&] {
+    TUNABLE_RETURN_IF_ERROR(validate(a));
+    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+    return norm_op(ctx.impl(), a.prob).run(a, stream);
+  });
 }
 
 }  // namespace
@@ -140,32 +142,36 @@ Status act_and_mul(Context& ctx, void* out, const void* x, std::int64_t rows, st
   a.x = x;
   a.out = out;
   a.scale = fp8.scale;
-  TUNABLE_RETURN_IF_ERROR(validate(a));
-  TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
-  return act_op(ctx.impl(), a.prob).run(a, stream);
+  return guarded("act_and_mul", [&] {
+    TUNABLE_RETURN_IF_ERROR(validate(a));
+    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+    return act_op(ctx.impl(), a.prob).run(a, stream);
+  });
 }
 
 Status tune_fused_op(Context& ctx, const std::string& op_sig, const std::string& params_sig,
                      std::string* solution) {
-  if (op_sig.rfind("ActAndMulTunableOp_", 0) == 0) {
-    ActArgs a;
-    TUNABLE_RETURN_IF_ERROR(parse_act_signature(op_sig, params_sig, &a.prob));
-    a.x_stride = 2 * a.prob.d;
-    a.out_stride = a.prob.d;
+  return guarded("tune_fused_op", [&] {
+    if (op_sig.rfind("ActAndMulTunableOp_", 0) == 0) {
+      ActArgs a;
+      TUNABLE_RETURN_IF_ERROR(parse_act_signature(op_sig, params_sig, &a.prob));
+      a.x_stride = 2 * a.prob.d;
+      a.out_stride = a.prob.d;
+      TUNABLE_RETURN_IF_ERROR(validate(a, /*with_pointers=*/false));
+      TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+      return act_op(ctx.impl(), a.prob).tune(a, solution);
+    }
+    if (op_sig.rfind("RmsNormTunableOp_", 0) != 0 && op_sig.rfind("FusedAddRmsNormTunableOp_", 0) != 0)
+      return Status(StatusCode::kParseError,
+                    fmt::format("'{}' is not a fused-op signature (RmsNormTunableOp_, "
+                                "FusedAddRmsNormTunableOp_ or ActAndMulTunableOp_)", op_sig));
+    NormArgs a;
+    TUNABLE_RETURN_IF_ERROR(parse_norm_signature(op_sig, params_sig, &a.prob));
+    a.x_stride = a.residual_stride = a.out_stride = a.prob.hidden;
     TUNABLE_RETURN_IF_ERROR(validate(a, /*with_pointers=*/false));
     TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
-    return act_op(ctx.impl(), a.prob).tune(a, solution);
-  }
-  if (op_sig.rfind("RmsNormTunableOp_", 0) != 0 && op_sig.rfind("FusedAddRmsNormTunableOp_", 0) != 0)
-    return Status(StatusCode::kParseError,
-                  fmt::format("'{}' is not a fused-op signature (RmsNormTunableOp_, "
-                              "FusedAddRmsNormTunableOp_ or ActAndMulTunableOp_)", op_sig));
-  NormArgs a;
-  TUNABLE_RETURN_IF_ERROR(parse_norm_signature(op_sig, params_sig, &a.prob));
-  a.x_stride = a.residual_stride = a.out_stride = a.prob.hidden;
-  TUNABLE_RETURN_IF_ERROR(validate(a, /*with_pointers=*/false));
-  TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
-  return norm_op(ctx.impl(), a.prob).tune(a, solution);
+    return norm_op(ctx.impl(), a.prob).tune(a, solution);
+  });
 }
 
 }  // namespace tunable

@@ -2,9 +2,12 @@
 // one place). Host only: nothing here touches CUDA, so it runs (and is tested) without a GPU.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "ops/ops_args.hpp"
 
@@ -14,7 +17,9 @@ namespace {
 Status bad(std::string s) { return Status(StatusCode::kInvalidArgument, std::move(s)); }
 Status parse_error(std::string s) { return Status(StatusCode::kParseError, std::move(s)); }
 
-constexpr std::int64_t kMaxRows = std::numeric_limits<std::int32_t>::max();
+/// Rows limit: its power-of-two bucket (2^30) stays a row count the signature parser reads back and
+/// a grid the reference kernel can launch.
+constexpr std::int64_t kMaxRows = std::int64_t{1} << 30;
 /// Row length limit: keeps every in-row index of the kernels within 32 bits.
 constexpr std::int64_t kMaxHidden = std::int64_t{1} << 28;
 
@@ -51,6 +56,57 @@ Status check_pointer(const char* what, const void* p, std::size_t align) {
   if (addr % align != 0)
     return Status(StatusCode::kMisaligned,
                   fmt::format("{} ({:#x}) is not aligned to its {}-byte elements", what, addr, align));
+  return Status::ok();
+}
+
+Status check_enums(NormWeight w, Fp8Scaling f) {
+  if (w != NormWeight::kLlama && w != NormWeight::kGemma)
+    return bad(fmt::format("weight convention {} is not kLlama or kGemma", static_cast<int>(w)));
+  if (f != Fp8Scaling::kNone && f != Fp8Scaling::kStatic && f != Fp8Scaling::kDynamicPerToken)
+    return bad(fmt::format("fp8 scaling {} is not kNone, kStatic or kDynamicPerToken", static_cast<int>(f)));
+  return Status::ok();
+}
+
+/// The bytes an operand covers: `rows` rows of `len` bytes, `stride` bytes apart.
+struct Span {
+  const char* name;
+  std::int64_t lo = 0, rows = 1, stride = 0, len = 0;
+  bool written = false;
+};
+
+Span span(const char* name, const void* p, std::int64_t rows, std::int64_t stride, std::int64_t len,
+          std::size_t elem, bool written) {
+  const auto e = static_cast<std::int64_t>(elem);
+  return Span{name, static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p)), rows, stride * e, len * e, written};
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+/// Whether two operands share a byte. Rows with one stride (a slice of a wider buffer next to
+/// another slice of it) are checked row by row; otherwise by their whole extents, which may refuse
+/// an interleaving that does not touch.
+bool overlap(const Span& a, const Span& b) {
+  const std::int64_t a_end = a.lo + (a.rows - 1) * a.stride + a.len, b_end = b.lo + (b.rows - 1) * b.stride + b.len;
+  if (a.lo >= b_end || b.lo >= a_end) return false;
+  if (a.stride != b.stride || a.rows == 1 || b.rows == 1) return true;
+  // Row i of a meets row j of b iff d - a.len < (i - j) * S < d + b.len, d = b.lo - a.lo.
+  const std::int64_t S = a.stride, d = b.lo - a.lo;
+  const std::int64_t k_lo = std::max(-(b.rows - 1), floor_div(d - a.len, S) + 1);
+  const std::int64_t k_hi = std::min(a.rows - 1, -floor_div(-(d + b.len), S) - 1);
+  return k_lo <= k_hi;
+}
+
+/// A kernel reads each operand while it writes others (through the non-coherent path, in another
+/// block's order): any byte shared by a written operand and another operand is refused, except the
+/// pair the caller allows (in place: the same pointer and stride).
+Status check_overlaps(const std::vector<Span>& spans, std::pair<int, int> allowed = {-1, -1}) {
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    for (std::size_t j = i + 1; j < spans.size(); ++j) {
+      const Span &a = spans[i], &b = spans[j];
+      if (!a.written && !b.written) continue;
+      if (static_cast<int>(i) == allowed.first && static_cast<int>(j) == allowed.second) continue;
+      if (overlap(a, b)) return bad(fmt::format("{} and {} overlap in memory", a.name, b.name));
+    }
   return Status::ok();
 }
 
@@ -137,6 +193,7 @@ std::int64_t rows_bucket(std::int64_t rows) {
 Status validate(const NormArgs& a, bool with_pointers) {
   const NormProblem& p = a.prob;
   TUNABLE_RETURN_IF_ERROR(check_dtype(p.dtype));
+  TUNABLE_RETURN_IF_ERROR(check_enums(p.weight, p.fp8));
   TUNABLE_RETURN_IF_ERROR(check_count("rows", p.rows, kMaxRows));
   TUNABLE_RETURN_IF_ERROR(check_count("hidden", p.hidden, kMaxHidden));
   const std::size_t es = size_of(p.dtype), oes = out_size(p.dtype, p.fp8);
@@ -144,8 +201,9 @@ Status validate(const NormArgs& a, bool with_pointers) {
   TUNABLE_RETURN_IF_ERROR(check_stride("out_row_stride", a.out_stride, p.hidden, p.rows, oes));
   if (p.fused)
     TUNABLE_RETURN_IF_ERROR(check_stride("residual_row_stride", a.residual_stride, p.hidden, p.rows, es));
-  if (!std::isfinite(a.eps) || a.eps < 0)
-    return bad(fmt::format("eps must be finite and >= 0 (got {})", a.eps));
+  // eps = 0 turns an all-zero row (a padded token) into 0 * rsqrt(0) = NaN.
+  if (!std::isfinite(a.eps) || !(a.eps > 0))
+    return bad(fmt::format("eps must be finite and > 0 (got {})", a.eps));
   if (!with_pointers) return Status::ok();
 
   TUNABLE_RETURN_IF_ERROR(check_pointer("x", a.x, es));
@@ -164,15 +222,23 @@ Status validate(const NormArgs& a, bool with_pointers) {
       return bad(fmt::format("out equals x (in place) but out_row_stride {} != x_row_stride {}",
                              a.out_stride, a.x_stride));
   }
-  if (p.fused && (a.residual == a.x || a.residual == a.out))
-    return bad("residual must not alias x or out");
-  if (a.weight == a.out) return bad("weight must not alias out");
-  return Status::ok();
+  std::vector<Span> spans = {span("out", a.out, p.rows, a.out_stride, p.hidden, oes, true),
+                             span("x", a.x, p.rows, a.x_stride, p.hidden, es, false),
+                             span("weight", a.weight, 1, p.hidden, p.hidden, es, false)};
+  if (p.fused) spans.push_back(span("residual", a.residual, p.rows, a.residual_stride, p.hidden, es, true));
+  if (p.fp8 == Fp8Scaling::kStatic) spans.push_back(span("fp8 scale", a.scale, 1, 1, 1, sizeof(float), false));
+  if (p.fp8 == Fp8Scaling::kDynamicPerToken)
+    spans.push_back(span("fp8 token_scales", a.token_scales, p.rows, 1, 1, sizeof(float), true));
+  // out == x with equal strides is the in-place norm (each element read before it is written).
+  return check_overlaps(spans, a.out == a.x ? std::pair<int, int>{0, 1} : std::pair<int, int>{-1, -1});
 }
 
 Status validate(const ActArgs& a, bool with_pointers) {
   const ActProblem& p = a.prob;
   TUNABLE_RETURN_IF_ERROR(check_dtype(p.dtype));
+  if (p.act != Activation::kSilu && p.act != Activation::kGeluTanh)
+    return bad(fmt::format("activation {} is not kSilu or kGeluTanh", static_cast<int>(p.act)));
+  TUNABLE_RETURN_IF_ERROR(check_enums(NormWeight::kLlama, p.fp8));
   if (p.fp8 == Fp8Scaling::kDynamicPerToken)
     return Status(StatusCode::kNotSupported,
                   "act_and_mul offers FP8 output with a static scale only, not dynamic per-token");
@@ -187,8 +253,10 @@ Status validate(const ActArgs& a, bool with_pointers) {
   TUNABLE_RETURN_IF_ERROR(check_pointer("out", a.out, oes));
   if (p.fp8 == Fp8Scaling::kStatic)
     TUNABLE_RETURN_IF_ERROR(check_pointer("fp8 scale (static scaling)", a.scale, sizeof(float)));
-  if (a.out == a.x) return bad("out must not alias x");
-  return Status::ok();
+  std::vector<Span> spans = {span("out", a.out, p.rows, a.out_stride, p.d, oes, true),
+                             span("x", a.x, p.rows, a.x_stride, 2 * p.d, es, false)};
+  if (p.fp8 == Fp8Scaling::kStatic) spans.push_back(span("fp8 scale", a.scale, 1, 1, 1, sizeof(float), false));
+  return check_overlaps(spans);
 }
 
 // ---- signatures ---------------------------------------------------------------------------------------

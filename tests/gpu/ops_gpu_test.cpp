@@ -457,6 +457,19 @@ std::vector<NormCase> norm_candidate_cases() {
         out.push_back(NormCase{t, false, NormWeight::kLlama, Fp8Scaling::kStatic, r, h});
       }
     }
+  // Padded rows whose strides keep 16-byte alignment (every vector candidate must take them and
+  // leave the padding alone), and a 16-byte offset base: where the tuner's dense copies never go.
+  for (DataType t : {DataType::kBF16, DataType::kF32}) {
+    const std::int64_t pad = 16 / static_cast<std::int64_t>(size_of(t));
+    for (auto [h, r] : std::vector<std::pair<std::int64_t, std::int64_t>>{{24, 37}, {4096, 1}, {4096, 37}, {16384, 37}}) {
+      NormCase c{t, true, NormWeight::kLlama, Fp8Scaling::kNone, r, h};
+      c.pad = pad;
+      out.push_back(c);
+      c.fp8 = Fp8Scaling::kDynamicPerToken;
+      c.offset = pad;
+      out.push_back(c);
+    }
+  }
   return out;
 }
 
@@ -669,6 +682,16 @@ std::vector<ActCase> act_candidate_cases() {
           out.push_back(ActCase{t, act, Fp8Scaling::kNone, r, d});
           if (t == DataType::kBF16) out.push_back(ActCase{t, act, Fp8Scaling::kStatic, r, d});
         }
+  // Padded, 16-byte-aligned strides and an offset base, as above for the norms.
+  for (DataType t : {DataType::kBF16, DataType::kF32})
+    for (std::int64_t d : {24, 4096})
+      for (std::int64_t r : {1, 37}) {
+        ActCase c{t, Activation::kSilu, Fp8Scaling::kNone, r, d};
+        c.pad = 16 / static_cast<std::int64_t>(size_of(t));
+        out.push_back(c);
+        c.offset = c.pad;
+        out.push_back(c);
+      }
   return out;
 }
 
@@ -708,10 +731,11 @@ TEST(OpsErrors, ClearStatusesAndNothingLaunched) {
   expect_error(fused_add_rms_norm(ctx, out, nullptr, r, w, 4, 1024, 1024, 1024, 1024, kEps, DataType::kBF16),
                StatusCode::kInvalidArgument, "x must not be null");
   expect_error(rms_norm(ctx, out, p + 1, w, 4, 1024, 1024, 1024, kEps, DataType::kBF16),
-               StatusCode::kMisaligned, "x");
+               StatusCode::kMisaligned, "x (");
   expect_error(rms_norm(ctx, out, x, w, 4, 1024, 1024, 1024, kEps, DataType::kF64), StatusCode::kNotSupported,
                "fp64");
-  expect_error(act_and_mul(ctx, out, x, 4, 0, 1024, 1024, DataType::kBF16), StatusCode::kInvalidArgument, "d");
+  expect_error(act_and_mul(ctx, out, x, 4, 0, 1024, 1024, DataType::kBF16), StatusCode::kInvalidArgument,
+               "d must be positive");
   expect_error(act_and_mul(ctx, out, x, 4, 64, 128, 64, DataType::kBF16, Activation::kSilu, nullptr,
                            Fp8Output::dynamic_per_token(reinterpret_cast<float*>(w))),
                StatusCode::kNotSupported, "dynamic");

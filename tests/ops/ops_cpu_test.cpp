@@ -21,17 +21,20 @@ T* fake(std::uintptr_t addr) {
   return reinterpret_cast<T*>(addr);
 }
 
+constexpr std::uintptr_t kTiB = std::uintptr_t{1} << 40;
+
 NormArgs norm_args(DataType t, bool fused, std::int64_t rows, std::int64_t hidden,
                    Fp8Scaling fp8 = Fp8Scaling::kNone) {
   NormArgs a;
   a.prob = NormProblem{fused, t, NormWeight::kLlama, fp8, rows, hidden};
   a.x_stride = a.residual_stride = a.out_stride = hidden;
-  a.x = fake(0x100000);
-  a.residual = fused ? fake(0x200000) : nullptr;
-  a.weight = fake(0x300000);
-  a.out = fake(0x400000);
-  a.scale = fp8 == Fp8Scaling::kStatic ? fake<const float>(0x500000) : nullptr;
-  a.token_scales = fp8 == Fp8Scaling::kDynamicPerToken ? fake<float>(0x600000) : nullptr;
+  // 1 TiB apart: no operand of any size a test uses reaches the next one.
+  a.x = fake(kTiB);
+  a.residual = fused ? fake(2 * kTiB) : nullptr;
+  a.weight = fake(3 * kTiB);
+  a.out = fake(4 * kTiB);
+  a.scale = fp8 == Fp8Scaling::kStatic ? fake<const float>(5 * kTiB) : nullptr;
+  a.token_scales = fp8 == Fp8Scaling::kDynamicPerToken ? fake<float>(6 * kTiB) : nullptr;
   return a;
 }
 
@@ -40,9 +43,9 @@ ActArgs act_args(DataType t, std::int64_t rows, std::int64_t d, Fp8Scaling fp8 =
   a.prob = ActProblem{t, Activation::kSilu, fp8, rows, d};
   a.x_stride = 2 * d;
   a.out_stride = d;
-  a.x = fake(0x100000);
-  a.out = fake(0x400000);
-  a.scale = fp8 == Fp8Scaling::kStatic ? fake<const float>(0x500000) : nullptr;
+  a.x = fake(kTiB);
+  a.out = fake(4 * kTiB);
+  a.scale = fp8 == Fp8Scaling::kStatic ? fake<const float>(5 * kTiB) : nullptr;
   return a;
 }
 
@@ -246,6 +249,18 @@ TEST(OpsValidate, AcceptsGoodArgs) {
   NormArgs in_place = norm_args(DataType::kF16, true, 4, 128);
   in_place.out = const_cast<void*>(in_place.x);
   EXPECT_TRUE(validate(in_place).is_ok());
+  // Two slices of one wider buffer (x in columns [0, 128), out in [128, 256) of 256-wide rows) share
+  // no byte and are accepted; moved by one element they would.
+  NormArgs slices = norm_args(DataType::kF16, false, 4, 128);
+  slices.x_stride = slices.out_stride = 256;
+  slices.out = fake(kTiB + 128 * 2);
+  EXPECT_TRUE(validate(slices).is_ok()) << validate(slices).to_string();
+  slices.out = fake(kTiB + 127 * 2);
+  EXPECT_EQ(validate(slices).code(), StatusCode::kInvalidArgument);
+  ActArgs act_slices = act_args(DataType::kBF16, 8, 64);  // out beside x in rows of 3 x 64
+  act_slices.x_stride = act_slices.out_stride = 192;
+  act_slices.out = fake(kTiB + 128 * 2);
+  EXPECT_TRUE(validate(act_slices).is_ok()) << validate(act_slices).to_string();
 }
 
 TEST(OpsValidate, NormErrorsNameTheArgument) {
@@ -267,7 +282,7 @@ TEST(OpsValidate, NormErrorsNameTheArgument) {
   expect_error(validate(a), StatusCode::kInvalidArgument, "out");
   a = norm_args(DataType::kBF16, false, 4, 4096);
   a.x = fake(0x100001);
-  expect_error(validate(a), StatusCode::kMisaligned, "x");
+  expect_error(validate(a), StatusCode::kMisaligned, "x (");
   a = norm_args(DataType::kF64, false, 4, 4096);
   expect_error(validate(a), StatusCode::kNotSupported, "fp64");
   a = norm_args(DataType::kF8E4M3, false, 4, 4096);
@@ -293,7 +308,30 @@ TEST(OpsValidate, NormErrorsNameTheArgument) {
   expect_error(validate(a), StatusCode::kInvalidArgument, "eps");
   a = norm_args(DataType::kBF16, true, 4, 4096);
   a.residual = a.out;
-  expect_error(validate(a), StatusCode::kInvalidArgument, "residual must not alias");
+  expect_error(validate(a), StatusCode::kInvalidArgument, "out and residual overlap");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.eps = 0;
+  expect_error(validate(a), StatusCode::kInvalidArgument, "eps must be finite and > 0");
+  a = norm_args(DataType::kBF16, true, 4, 4096);
+  a.weight = a.residual;  // read non-coherently while the kernel writes the residual
+  expect_error(validate(a), StatusCode::kInvalidArgument, "weight and residual overlap");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.out = fake(kTiB + 16);  // 8 elements into x: not in place, not apart
+  expect_error(validate(a), StatusCode::kInvalidArgument, "out and x overlap");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.weight = fake(4 * kTiB + 2 * 4096 * 3);  // inside out's last row
+  expect_error(validate(a), StatusCode::kInvalidArgument, "out and weight overlap");
+  a = norm_args(DataType::kBF16, false, 4, 4096, Fp8Scaling::kDynamicPerToken);
+  a.token_scales = fake<float>(kTiB + 64);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "x and fp8 token_scales overlap");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.prob.weight = static_cast<NormWeight>(5);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "weight convention 5");
+  a = norm_args(DataType::kBF16, false, 4, 4096);
+  a.prob.fp8 = static_cast<Fp8Scaling>(7);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "fp8 scaling 7");
+  a = norm_args(DataType::kBF16, false, (std::int64_t{1} << 30) + 1, 8);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "rows");
   a = norm_args(DataType::kBF16, true, 4, std::int64_t{1} << 40);
   expect_error(validate(a), StatusCode::kInvalidArgument, "hidden");
 }
@@ -310,7 +348,13 @@ TEST(OpsValidate, ActErrorsNameTheArgument) {
   expect_error(validate(a), StatusCode::kNotSupported, "dynamic");
   a = act_args(DataType::kBF16, 4, 64);
   a.out = const_cast<void*>(a.x);
-  expect_error(validate(a), StatusCode::kInvalidArgument, "alias");
+  expect_error(validate(a), StatusCode::kInvalidArgument, "out and x overlap");
+  a = act_args(DataType::kBF16, 4, 64);
+  a.out = fake(kTiB + 2);  // one element into x
+  expect_error(validate(a), StatusCode::kInvalidArgument, "out and x overlap");
+  a = act_args(DataType::kBF16, 4, 64);
+  a.prob.act = static_cast<Activation>(9);
+  expect_error(validate(a), StatusCode::kInvalidArgument, "activation 9");
   a = act_args(DataType::kF32, 4, 64);
   a.out = fake(0x400002);
   expect_error(validate(a), StatusCode::kMisaligned, "out");
