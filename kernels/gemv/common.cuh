@@ -699,8 +699,10 @@ inline cudaError_t skinny_launch_reduce(const SkinnyParams& p, const SkinnyDevic
   const long long cap = static_cast<long long>(dev.sms) * 8;
   if (blocks > cap) blocks = cap;
   // Only code built for sm_90+ contains griddepcontrol.wait; anything else launches plainly.
-  return launch_kernel_ex(skinny_splitk_reduce_kernel<kThreads>, dim3(static_cast<unsigned>(blocks)),
-                          dim3(kThreads), 0, stream, skinny_pdl(dev), dim3(1, 1, 1), p);
+  const cudaError_t e = launch_kernel_ex(skinny_splitk_reduce_kernel<kThreads>, dim3(static_cast<unsigned>(blocks)),
+                                         dim3(kThreads), 0, stream, skinny_pdl(dev), dim3(1, 1, 1), p);
+  if (e != cudaSuccess) (void)cudaGetLastError();  // a refused launch must not leave its error to the next call
+  return e;
 }
 
 /// Launches a skinny main kernel: programmatic-dependent on sm_90 code (its prologue waits in
@@ -715,10 +717,10 @@ cudaError_t skinny_launch_main(Kernel kernel, dim3 grid, int threads, std::size_
   return e;
 }
 
-/// After the main kernel's launch: its launch error, else the reduction when there are splits.
+/// After the main kernel's successful launch: the reduction when there are splits. (Its launch
+/// status is the caller's to check; cudaGetLastError here would report an older, unrelated error
+/// of the thread as this GEMM's and skip the reduction.)
 inline cudaError_t skinny_finish(const SkinnyParams& p, const SkinnyDevice& dev, cudaStream_t stream) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
   if (p.splits > 1) return skinny_launch_reduce(p, dev, stream);
   return cudaSuccess;
 }

@@ -330,4 +330,15 @@ const cudaDeviceProp& device_properties(int ordinal) {
   return it->second;
 }
 
+Status require_current_device(int ordinal) {
+  int current = -1;
+  TUNABLE_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != ordinal)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("the context is for cuda:{} but cuda:{} is the current device; make the "
+                              "context's device current (cudaSetDevice) before calling",
+                              ordinal, current));
+  return Status::ok();
+}
+
 }  // namespace tunable

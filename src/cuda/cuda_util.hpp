@@ -93,6 +93,34 @@ class CudaStream {
   cudaStream_t s_ = nullptr;
 };
 
+/// Makes `ordinal` the current device for a scope and gives the caller's back at its end: creating
+/// a context's handles and buffers must not move the program to another GPU.
+class DeviceGuard {
+ public:
+  DeviceGuard() = default;
+  ~DeviceGuard() {
+    if (saved_ >= 0 && saved_ != set_) (void)cudaSetDevice(saved_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  Status set(int ordinal) {
+    TUNABLE_CUDA_CHECK(cudaGetDevice(&saved_));
+    set_ = saved_;
+    if (saved_ != ordinal) {
+      TUNABLE_CUDA_CHECK(cudaSetDevice(ordinal));
+      set_ = ordinal;
+    }
+    return Status::ok();
+  }
+
+ private:
+  int saved_ = -1, set_ = -1;
+};
+
+/// kInvalidArgument unless `ordinal` is the current device: a context's kernels launch on the
+/// current device, so a call made while another GPU is current would run (or fail) there.
+Status require_current_device(int ordinal);
+
 /// Times back-to-back calls on one stream: an event pair around every group of event_group(n)
 /// calls (the end event before the next priming sleep), and no synchronization between them. Every kCallsPerPrime calls a sleep
 /// kernel first holds the GPU while the host queues them, so small kernels are timed as the GPU

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "gemm/cpu/cpu_gemm.hpp"
 #include "gemm/cuda/cuda_gemm.hpp"
 
@@ -11,7 +12,7 @@ namespace {
 
 // Everything op_signature() encodes, packed into an integer (the GEMM family's key space).
 std::int64_t op_key(const GemmDesc& d) {
-  return (std::int64_t{1} << 40) | (static_cast<std::int64_t>(d.op) << 24) |
+  return (std::int64_t{1} << 40) | (static_cast<std::int64_t>(b_type(d)) << 32) | (static_cast<std::int64_t>(d.op) << 24) |
          (static_cast<std::int64_t>(d.dtype) << 16) | (static_cast<std::int64_t>(d.out_dtype) << 8) |
          (d.transa == Transpose::kT ? 2 : 0) | (d.transb == Transpose::kT ? 1 : 0);
 }
@@ -43,17 +44,21 @@ Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
 }  // namespace
 
 Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, Stream stream) {
-  TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
-  TunableOp<GemmArgs>* op = nullptr;
-  TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
-  return op->run(GemmArgs{desc, operands}, stream);
+  return guarded("gemm", [&] {
+    TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
+    TunableOp<GemmArgs>* op = nullptr;
+    TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+    return op->run(GemmArgs{desc, operands}, stream);
+  });
 }
 
 Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution) {
-  TUNABLE_RETURN_IF_ERROR(validate(desc));
-  TunableOp<GemmArgs>* op = nullptr;
-  TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
-  return op->tune(GemmArgs{desc, GemmOperands{}}, solution);
+  return guarded("tune_gemm", [&] {
+    TUNABLE_RETURN_IF_ERROR(validate(desc));
+    TunableOp<GemmArgs>* op = nullptr;
+    TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+    return op->tune(GemmArgs{desc, GemmOperands{}}, solution);
+  });
 }
 
 }  // namespace tunable

@@ -112,6 +112,7 @@ Status validate(const GemmDesc& d) {
     return bad(fmt::format("ScaledGemm with bias requires beta = 0 (got {})", d.beta));
   if (d.op == GemmOp::kGemmStridedBatched) {
     if (d.batch < 1) return bad(fmt::format("batch must be >= 1 (got {})", d.batch));
+    if (d.batch > kMaxDim) return bad(fmt::format("batch must fit in 32 bits (got {})", d.batch));
     if (d.stride_a < 0 || d.stride_b < 0)
       return bad(fmt::format("stride_a and stride_b must be >= 0 (got {}, {})", d.stride_a, d.stride_b));
     if (d.batch > 1 && d.stride_c < span(d.ldc, d.m, d.n))
@@ -168,6 +169,13 @@ std::string params_signature(const GemmDesc& d) {
 
 Status parse_gemm_signature(const std::string& op_sig, const std::string& params_sig,
                             GemmDesc* out) {
+  // std::regex recurses per character: bound the input before matching (the results file's lines
+  // are bounded already; a direct caller's strings are not).
+  constexpr std::size_t kMaxSignature = 512;
+  if (op_sig.size() > kMaxSignature || params_sig.size() > kMaxSignature)
+    return Status(StatusCode::kParseError,
+                  fmt::format("GEMM signature longer than {} characters ({} and {})", kMaxSignature,
+                              op_sig.size(), params_sig.size()));
   static const std::regex op_re(
       "^(GemmTunableOp|GemmStridedBatchedTunableOp|GemmAndBiasTunableOp|ScaledGemmTunableOp)_"
       "([A-Za-z0-9_]+?)_([NT])([NT])$");

@@ -114,6 +114,11 @@ TEST(GemmSignature, RejectsBadSignatures) {
   for (const char* ps : bad_params)
     EXPECT_EQ(parse_gemm_signature("GemmTunableOp_float_NN", ps, &d).code(), StatusCode::kParseError)
         << ps;
+  // std::regex recurses per character: a 50k-character name crashed the matcher before the cap.
+  const std::string huge = "GemmTunableOp_" + std::string(50000, 'f') + "_NN";
+  const Status st = parse_gemm_signature(huge, "nn_1_1_1_ld_1_1_1", &d);
+  EXPECT_EQ(st.code(), StatusCode::kParseError);
+  EXPECT_NE(st.message().find("longer than"), std::string::npos) << st.message();
 }
 
 TEST(GemmValidate, NamesTheProblem) {
@@ -143,6 +148,11 @@ TEST(GemmValidate, NamesTheProblem) {
   x.batch = 2;
   x.stride_c = 1;
   EXPECT_NE(msg(x).find("stride_c"), std::string::npos);
+  x = d;
+  x.op = GemmOp::kGemmStridedBatched;
+  x.batch = (std::int64_t{1} << 32) + 1;  // would reach cuBLASLt as a batch of 1
+  x.stride_c = 16;
+  EXPECT_NE(msg(x).find("batch must fit in 32 bits"), std::string::npos) << msg(x);
   x = d;
   x.alpha = NAN;
   EXPECT_NE(msg(x).find("finite"), std::string::npos);

@@ -250,6 +250,8 @@ TEST(SkinnyNames, EnumerationRefusesOutOfScopeProblems) {
   batched.desc.op = GemmOp::kGemmStridedBatched;
   batched.desc.batch = 2;
   refused(batched, StatusCode::kNotSupported);
+  // K near 2^31: the split planning's int arithmetic would overflow (a split of negative length).
+  refused(tn_problem(DataType::kBF16, 64, 8, (std::int64_t{1} << 30) + 8), StatusCode::kNotSupported);
 }
 
 TEST(SkinnyNames, CanImplementSaysWhy) {

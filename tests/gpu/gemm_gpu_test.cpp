@@ -9,6 +9,7 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 #include <cublasLt.h>
@@ -394,6 +395,72 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
   huge.m = 1ll << 33;
   EXPECT_EQ(gemm(ctx, huge, GemmOperands{buf.get(), buf.get(), buf.get()}).code(),
             StatusCode::kInvalidArgument);
+}
+
+TEST_F(GpuRuntime, BroadcastBatchKeepsItsStridesWhileTuning) {
+  // A broadcast A (stride_a = 0): the tuning copies used to widen every stride to the operand's
+  // span, which made each cuBLASLt candidate (keyed on the user's strides) refuse them.
+  GemmDesc b = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 128, 24, 256);
+  b.op = GemmOp::kGemmStridedBatched;
+  b.batch = 3;
+  b.stride_a = 0;
+  b.stride_b = span(b.ldb, b_rows(b), b_cols(b));
+  b.stride_c = span(b.ldc, b.m, b.n);
+  ASSERT_TRUE(validate(b).is_ok()) << validate(b).to_string();
+  Context ctx(Device::cuda(0), opts());
+  OpHooks<GemmArgs> h;
+  ASSERT_TRUE(cuda_gemm_hooks(ctx.impl(), b, &h).is_ok());
+  std::unique_ptr<Workload<GemmArgs>> wl;
+  ASSERT_TRUE(h.make_workload(GemmArgs{b, {}}, ctx.options(), &wl).is_ok());
+  EXPECT_EQ(wl->args(0).desc.stride_a, 0);
+  std::vector<SolutionPtr<GemmArgs>> lt;
+  ASSERT_TRUE(h.providers[0]->enumerate(GemmArgs{b, {}}, &lt).is_ok());
+  ASSERT_FALSE(lt.empty());
+  int usable = 0;
+  for (const auto& s : lt) usable += s->can_implement(wl->args(0)).is_ok();
+  EXPECT_EQ(usable, static_cast<int>(lt.size()));
+  // And end to end: tuned, then correct against the host reference.
+  Problem p(b, rng);
+  p.run_and_check(ctx, "broadcast A");
+  EXPECT_EQ(ctx.stats().tuned, 1u);
+}
+
+TEST_F(GpuRuntime, MixedFp8TypesAreTunedApartInOneContext) {
+  // e4m3 x e4m3 and e4m3 x e5m2 with the same dims: two ops, two results (the op cache once keyed
+  // them alike, so the second reused the first's op and its record).
+  Context ctx(Device::cuda(0), opts());
+  std::string sig[2];
+  for (int i = 0; i < 2; ++i) {
+    GemmDesc f = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 256, 16, 512);
+    f.op = GemmOp::kScaledGemm;
+    f.out_dtype = DataType::kBF16;
+    if (i == 1) f.dtype_b = DataType::kF8E5M2;
+    sig[i] = op_signature(f);
+    Problem p(f, rng);
+    p.run_and_check(ctx, sig[i]);
+  }
+  EXPECT_NE(sig[0], sig[1]);
+  EXPECT_EQ(ctx.stats().tuned, 2u);
+  std::set<std::string> ops;
+  for (const auto& r : ctx.results()) ops.insert(r.op_signature);
+  EXPECT_EQ(ops, (std::set<std::string>{sig[0], sig[1]}));
+}
+
+TEST_F(GpuRuntime, CallsNeedTheContextsDeviceCurrent) {
+  // With one visible GPU the only wrong device is none; the message names both ordinals when there
+  // are two. What one GPU can check: the guard leaves the current device as it found it.
+  int before = -1;
+  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+  Context ctx(Device::cuda(0), opts());
+  Problem p(d, rng);
+  p.run_and_check(ctx, "current device");
+  int after = -1;
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(before, after);
+  EXPECT_TRUE(require_current_device(0).is_ok());
+  const Status st = require_current_device(1);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("cuda:1"), std::string::npos) << st.message();
 }
 
 TEST_F(GpuRuntime, GraphCaptureNeverTunesAndRecordsMisses) {

@@ -23,28 +23,42 @@ Status lt_pointer_check(const GemmArgs& a) {
   return Status::ok();
 }
 
+// Every field a candidate's name records; a field cuBLASLt will not report makes the name
+// meaningless (it would rebuild another configuration), so the whole read fails.
 template <class T>
-T config_get(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-  T v{};
+Status config_get(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T* v) {
   std::size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written) != CUBLAS_STATUS_SUCCESS)
-    return T{};
-  return v;
+  *v = T{};
+  TUNABLE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, v, sizeof *v, &written));
+  return Status::ok();
 }
 
-LtConfig config_of(const cublasLtMatmulAlgo_t& algo, bool fast_accum) {
+Status config_of(const cublasLtMatmulAlgo_t& algo, bool fast_accum, LtConfig* out) {
+  std::int32_t id = 0, splitk = 0;
+  std::uint32_t tile = 0, stages = 0, reduction = 0, swizzle = 0, custom = 0;
+  std::uint16_t cluster = 0, inner = 0;
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_ID, &id));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster));
+  TUNABLE_RETURN_IF_ERROR(config_get(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner));
   LtConfig c;
-  c.algo = config_get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
-  c.tile = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
-  c.stages = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
-  c.splitk = config_get<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
-  c.reduction = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
-  c.swizzle = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
-  c.custom = static_cast<int>(config_get<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
-  c.cluster = static_cast<int>(config_get<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
-  c.inner = static_cast<int>(config_get<std::uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID));
+  c.algo = id;
+  c.tile = static_cast<int>(tile);
+  c.stages = static_cast<int>(stages);
+  c.splitk = splitk;
+  c.reduction = static_cast<int>(reduction);
+  c.swizzle = static_cast<int>(swizzle);
+  c.custom = static_cast<int>(custom);
+  c.cluster = static_cast<int>(cluster);
+  c.inner = static_cast<int>(inner);
   c.fast_accum = fast_accum;
-  return c;
+  *out = c;
+  return Status::ok();
 }
 
 Status build_algo(cublasLtHandle_t lt, const LtPlan& p, const LtConfig& c, cublasLtMatmulAlgo_t* algo) {
@@ -216,7 +230,9 @@ class LtDefault final : public Solution<GemmArgs> {
     if (it == cache_.end()) {
       std::vector<cublasLtMatmulHeuristicResult_t> h;
       TUNABLE_RETURN_IF_ERROR(heuristics(res_, d, false, 1, &h));
-      it = cache_.emplace(key, make_lt_solution(res_, d, config_of(h[0].algo, false), "Default")).first;
+      LtConfig c;
+      TUNABLE_RETURN_IF_ERROR(config_of(h[0].algo, false, &c));
+      it = cache_.emplace(key, make_lt_solution(res_, d, c, "Default")).first;
     }
     *out = it->second;
     return Status::ok();
@@ -243,7 +259,10 @@ class LtHeuristicProvider final : public Provider<GemmArgs> {
         if (!fa) return st;
         continue;
       }
-      for (const auto& r : h) out->push_back(make_lt_solution(res_, d, config_of(r.algo, fa)));
+      for (const auto& r : h) {
+        LtConfig c;
+        if (config_of(r.algo, fa, &c).is_ok()) out->push_back(make_lt_solution(res_, d, c));  // else unnameable
+      }
     }
     return Status::ok();
   }
@@ -306,12 +325,18 @@ class LtExhaustiveProvider final : public Provider<GemmArgs> {
         found.push_back({c, w / std::ceil(w)});
         return true;
       };
-      const auto tiles = cap_array(algo, CUBLASLT_ALGO_CAP_TILE_IDS);
-      const auto stages = cap_array(algo, CUBLASLT_ALGO_CAP_STAGES_IDS);
-      const int split_ok = cap_scalar<std::int32_t>(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT);
-      const std::uint32_t red_mask = cap_scalar<std::uint32_t>(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
-      const std::uint32_t swz_max = cap_scalar<std::uint32_t>(algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT);
-      const int custom_max = std::min(3, cap_scalar<std::int32_t>(algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX));
+      // An algorithm whose capabilities cuBLASLt will not report is skipped, not guessed at.
+      std::vector<std::uint32_t> tiles, stages;
+      std::int32_t split_ok = 0, custom_cap = 0;
+      std::uint32_t red_mask = 0, swz_max = 0;
+      if (!cap_array(algo, CUBLASLT_ALGO_CAP_TILE_IDS, &tiles) ||
+          !cap_array(algo, CUBLASLT_ALGO_CAP_STAGES_IDS, &stages) ||
+          !cap_scalar(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &split_ok) ||
+          !cap_scalar(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &red_mask) ||
+          !cap_scalar(algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swz_max) ||
+          !cap_scalar(algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_cap))
+        continue;
+      const int custom_max = std::min(3, static_cast<int>(custom_cap));
       std::vector<std::pair<std::uint32_t, std::uint32_t>> base;
       for (std::uint32_t tile : tiles)
         for (std::uint32_t st : stages)
@@ -359,20 +384,20 @@ class LtExhaustiveProvider final : public Provider<GemmArgs> {
   }
 
  private:
-  static std::vector<std::uint32_t> cap_array(const cublasLtMatmulAlgo_t& algo,
-                                              cublasLtMatmulAlgoCapAttributes_t attr) {
+  // A capability list; one 0 entry where the algorithm has none (tile and stage ids 0 mean
+  // "undefined", which cuBLASLt accepts).
+  static bool cap_array(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr,
+                        std::vector<std::uint32_t>* v) {
     std::size_t sz = 0;
-    cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &sz);
-    std::vector<std::uint32_t> v(std::max<std::size_t>(1, sz / sizeof(std::uint32_t)), 0);
-    if (sz) cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), sz, &sz);
-    return v;
+    if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &sz) != CUBLAS_STATUS_SUCCESS) return false;
+    v->assign(std::max<std::size_t>(1, sz / sizeof(std::uint32_t)), 0);
+    return sz == 0 || cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v->data(), sz, &sz) == CUBLAS_STATUS_SUCCESS;
   }
   template <class T>
-  static T cap_scalar(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
-    T v{};
+  static bool cap_scalar(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr, T* v) {
     std::size_t sz = 0;
-    cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &v, sizeof v, &sz);
-    return v;
+    *v = T{};
+    return cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v, sizeof *v, &sz) == CUBLAS_STATUS_SUCCESS;
   }
   // Split-K factors that leave at least 128 of K per split.
   static std::vector<int> split_candidates(const GemmDesc& d) {

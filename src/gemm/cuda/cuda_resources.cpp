@@ -113,7 +113,8 @@ Status CudaGemmResources::create(int ordinal, std::size_t workspace_bytes,
   auto r = std::unique_ptr<CudaGemmResources>(new CudaGemmResources());
   r->ordinal_ = ordinal;
   r->ws_limit_ = workspace_bytes;
-  TUNABLE_CUDA_CHECK(cudaSetDevice(ordinal));
+  DeviceGuard on_device;  // the handles and streams belong to `ordinal`; the caller's device stays
+  TUNABLE_RETURN_IF_ERROR(on_device.set(ordinal));
   TUNABLE_CUBLAS_CHECK(cublasCreate(&r->blas_));
   TUNABLE_CUBLAS_CHECK(cublasLtCreate(&r->lt_));
   TUNABLE_RETURN_IF_ERROR(r->tuning_.create());

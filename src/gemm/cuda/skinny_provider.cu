@@ -176,7 +176,10 @@ Status check_scope(const GemmDesc& d) {
   if (d.m < 1 || d.n < 1 || d.k < 1) return not_supported("empty problem");
   if (d.n > kMaxMmaTokens)
     return not_supported(fmt::format("skinny kernels take n <= {} tokens, got {}", kMaxMmaTokens, d.n));
-  if (d.m > INT32_MAX || d.k > INT32_MAX) return not_supported("m and k must fit in 32 bits");
+  // The split planning and the kernels' K loops (k + granule, kb + kc) run in int: k keeps a
+  // factor of two of headroom.
+  if (d.m > INT32_MAX || d.k > (std::int64_t{1} << 30))
+    return not_supported(fmt::format("skinny kernels take m < 2^31 and k <= 2^30, got m = {}, k = {}", d.m, d.k));
   return Status::ok();
 }
 

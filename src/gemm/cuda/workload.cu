@@ -59,19 +59,16 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     desc_ = user.desc;
     GemmDesc& d = desc_;
     cudaStream_t s = res_->tuning_stream();
-    TUNABLE_CUDA_CHECK(cudaSetDevice(res_->ordinal()));
+    TUNABLE_RETURN_IF_ERROR(require_current_device(res_->ordinal()));
     const std::size_t in = size_of(d.dtype), out = size_of(d.out_dtype);
-    const std::int64_t sa = std::max<std::int64_t>(d.stride_a, span(d.lda, a_rows(d), a_cols(d)));
-    const std::int64_t sb = std::max<std::int64_t>(d.stride_b, span(d.ldb, b_rows(d), b_cols(d)));
-    const std::int64_t sc = std::max<std::int64_t>(d.stride_c, span(d.ldc, d.m, d.n));
-    if (d.op == GemmOp::kGemmStridedBatched) {
-      d.stride_a = sa;
-      d.stride_b = sb;
-      d.stride_c = sc;
-    }
-    na_ = static_cast<std::size_t>(sa * d.batch);
-    nb_ = static_cast<std::size_t>(sb * d.batch);
-    nc_ = static_cast<std::size_t>(sc * d.batch);
+    // The caller's strides are part of the problem (a broadcast A with stride 0, batches whose
+    // inputs overlap): every candidate is checked against them, so the copies keep them and each
+    // operand is sized to what they reach.
+    const bool batched = d.op == GemmOp::kGemmStridedBatched;
+    const std::int64_t sa = batched ? d.stride_a : 0, sb = batched ? d.stride_b : 0, sc = batched ? d.stride_c : 0;
+    na_ = static_cast<std::size_t>(sa * (d.batch - 1) + span(d.lda, a_rows(d), a_cols(d)));
+    nb_ = static_cast<std::size_t>(sb * (d.batch - 1) + span(d.ldb, b_rows(d), b_cols(d)));
+    nc_ = static_cast<std::size_t>(sc * (d.batch - 1) + span(d.ldc, d.m, d.n));
     off_b_ = round_up(na_ * in);
     off_c_ = off_b_ + round_up(nb_ * size_of(b_type(d)));
     off_bias_ = off_c_ + round_up(nc_ * out);
