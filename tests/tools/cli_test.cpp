@@ -1,5 +1,6 @@
 // The `tunable` CLI driven as a user would: exit codes and what it prints.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -16,9 +17,9 @@ struct CliRun {
   std::string out;
 };
 
-CliRun run_cli(const std::string& args) {
+CliRun run_cli(const std::string& args, const std::string& env = "") {
   // CUDA_VISIBLE_DEVICES="" keeps "auto" on the CPU even on a GPU machine.
-  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + TUNABLE_CLI_PATH + " " + args + " 2>&1";
+  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + env + " " + TUNABLE_CLI_PATH + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -87,6 +88,59 @@ TEST(Cli, ClearErrors) {
   r = run_cli("tune --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--trans"), std::string::npos);
+  r = run_cli("bogus");  // named, not "a subcommand is required"
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("bogus"), std::string::npos) << r.out;
+  r = run_cli("");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("subcommand is required"), std::string::npos) << r.out;
+  for (const char* s : {"-1", "nan", "1e30"}) {
+    r = run_cli(std::string("tune --device cpu --seconds ") + s);
+    EXPECT_NE(r.code, 0) << s;
+    EXPECT_NE(r.out.find("--seconds"), std::string::npos) << s << ": " << r.out;
+  }
+}
+
+TEST(Cli, UnusableResultsFileFailsBeforeAnyTiming) {
+  test::TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("r_cpu.csv").c_str(), 0755), 0);
+  CliRun r = run_cli("tune --device cpu --m 8 --n 8 --k 8 --seconds 0.01 --file " + dir.file("r.csv"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("is a directory"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("untuned :"), std::string::npos) << "timed before checking the file:\n" << r.out;
+  test::write_text(dir.file("u.csv"), "GemmTunableOp_float_NN,nn_8_8_8_ld_8_8_8\n");
+  r = run_cli("tune-file " + dir.file("u.csv") + " --device cpu --file " + dir.file("r.csv"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("is a directory"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[1/1]"), std::string::npos) << "tuned before checking the file:\n" << r.out;
+}
+
+TEST(Cli, TuneFileTakesTheEnvironmentAndItsFlagsOverrideIt) {
+  test::TempDir dir;
+  test::write_text(dir.file("u.csv"), "GemmTunableOp_float_NN,nn_8_8_8_ld_8_8_8\n");
+  CliRun r = run_cli("tune-file " + dir.file("u.csv") + " --device cpu --file " + dir.file("r.csv"),
+                     "TUNABLE_MAX_TUNING_ITERATIONS=bogus");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("TUNABLE_MAX_TUNING_ITERATIONS"), std::string::npos) << r.out;
+  r = run_cli("tune-file " + dir.file("u.csv") + " --device cpu", "TUNABLE_FILENAME=" + dir.file("env.csv"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(parse_results(test::slurp(dir.file("env_cpu.csv"))).records.size(), 1u);
+  r = run_cli("tune-file " + dir.file("u.csv") + " --device cpu --file " + dir.file("flag.csv"),
+              "TUNABLE_FILENAME=" + dir.file("env.csv"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(parse_results(test::slurp(dir.file("flag_cpu.csv"))).records.size(), 1u);
+}
+
+TEST(Cli, ASecondDemoRunSaysItReusedTheStoredResult) {
+  test::TempDir dir;
+  const std::string args = "tune --device cpu --m 16 --n 16 --k 16 --seconds 0.02 --verbose 0 --file " + dir.file("r.csv");
+  CliRun first = run_cli(args);
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("tuning took"), std::string::npos) << first.out;
+  CliRun second = run_cli(args);
+  ASSERT_EQ(second.code, 0) << second.out;
+  EXPECT_EQ(second.out.find("tuning took"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("already stored"), std::string::npos) << second.out;
 }
 
 }  // namespace

@@ -145,6 +145,11 @@ int run_tune(const TuneArgs& a) {
   Buffer C(dev, d.out_dtype, static_cast<std::size_t>(d.ldc * d.n), rng);
   GemmOperands ops{A.get(), B.get(), C.get()};
 
+  // CLI::Range lets NaN through (every comparison with it is false).
+  if (!(a.seconds >= 1e-3 && a.seconds <= 3600))
+    throw Error(StatusCode::kInvalidArgument, fmt::format("--seconds must be in [0.001, 3600] (got {})", a.seconds));
+  // The demo reloads what it tuned: a results file it can use is checked before any timing.
+  if (a.file.empty()) throw Error(StatusCode::kInvalidArgument, "--file must name a results file (the demo reloads it)");
   Options base;  // the demo states its options explicitly; the environment is not consulted
   base.filename = a.file;
   base.verbose = a.verbose;
@@ -165,6 +170,7 @@ int run_tune(const TuneArgs& a) {
   Options tuned = base;
   tuned.enabled = true;
   Context c1(dev, tuned);
+  throw_if_error(c1.load_results());
   install_progress(c1);
   r1.first_call_s = time_first_call(c1, d, ops);
   auto rec = [&](Context& c) {
@@ -204,9 +210,14 @@ int run_tune(const TuneArgs& a) {
   };
   fmt::print("untuned : {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters)\n", r0.median(), kRounds,
              range(r0), r0.iters);
-  fmt::print("tuned   : {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); tuning took {:.2f}s, "
-             "chose {} ({:.4g} ms), wrote {}\n", r1.median(), kRounds, range(r1), r1.iters, r1.first_call_s,
-             chosen.solution, chosen.time_ms, c1.results_path());
+  if (c1.stats().tuned > 0)
+    fmt::print("tuned   : {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); tuning took {:.2f}s, "
+               "chose {} ({:.4g} ms), wrote {}\n", r1.median(), kRounds, range(r1), r1.iters, r1.first_call_s,
+               chosen.solution, chosen.time_ms, c1.results_path());
+  else  // a second run on the same file: nothing was tuned (remove the file to tune again)
+    fmt::print("tuned   : {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); no tuning: {} was "
+               "already stored in {} (remove it to tune again)\n", r1.median(), kRounds, range(r1), r1.iters,
+               chosen.solution, c1.results_path());
   const ContextStats st = c2.stats();
   fmt::print("reloaded: {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); used {} from {}, "
              "tuned {} problems\n", r2.median(), kRounds, range(r2), r2.iters, rec(c2).solution,
@@ -263,12 +274,15 @@ int run_tune_file(const TuneFileArgs& a) {
   std::vector<ParseDiagnostic> diags;
   auto problems = parse_untuned(text, &diags);
   for (const auto& d : diags) fmt::print(stderr, "{}:{}: {}\n", a.untuned, d.line, d.message);
-  Options o;
+  Options o = Options::from_environment();  // caps, tolerances, cuBLASLt budget as a program gets them
   o.enabled = true;
   o.tuning = true;
-  o.filename = a.file;
-  o.verbose = a.verbose;
+  if (a.file_given) o.filename = a.file;
+  if (a.verbose_given) o.verbose = a.verbose;
+  if (o.filename.empty())
+    throw Error(StatusCode::kInvalidArgument, "no results file to tune into (--file or TUNABLE_FILENAME is empty)");
   Context ctx(dev, o);
+  throw_if_error(ctx.load_results());  // an unusable results file is an error before hours of tuning
   install_progress(ctx);
   int failures = 0;
   const auto t0 = clock_type::now();

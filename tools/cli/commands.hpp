@@ -21,11 +21,14 @@ struct ShowArgs {
 };
 int run_show(const ShowArgs& a);
 
+/// Offline tuning takes the TUNABLE_* environment like a program would; --file and --verbose, when
+/// given, override it.
 struct TuneFileArgs {
   std::string untuned;
   std::string device = "auto";
-  std::string file = "tunable_results.csv";
+  std::string file;
   int verbose = 0;
+  bool file_given = false, verbose_given = false;
 };
 int run_tune_file(const TuneFileArgs& a);
 

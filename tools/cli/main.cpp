@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 
 #include "cli/commands.hpp"
 #include "tunable/status.hpp"
@@ -9,7 +10,9 @@
 int main(int argc, char** argv) {
   using namespace tunable::cli;
   CLI::App app{"tunable: GEMM tuning runtime for NVIDIA GPUs (and CPU providers)"};
-  app.require_subcommand(1);
+  // At most one; none is reported below. (require_subcommand(1) would answer an unknown word
+  // with "A subcommand is required" instead of naming it.)
+  app.require_subcommand(0, 1);
 
   TuneArgs ta;
   auto* tune = app.add_subcommand(
@@ -22,8 +25,10 @@ int main(int argc, char** argv) {
   tune->add_option("--device", ta.device, "cpu, cuda or auto")->capture_default_str();
   tune->add_option("--file", ta.file, "results file (the device ordinal is inserted)")
       ->capture_default_str();
-  tune->add_option("--seconds", ta.seconds, "seconds per measured phase")->capture_default_str();
-  tune->add_option("--verbose", ta.verbose, "tuning log level 0-3")->capture_default_str();
+  tune->add_option("--seconds", ta.seconds, "seconds per measured phase")
+      ->check(CLI::Range(1e-3, 3600.0))
+      ->capture_default_str();
+  tune->add_option("--verbose", ta.verbose, "tuning log level 0-3")->check(CLI::Range(0, 3))->capture_default_str();
 
   ShowArgs sa;
   auto* show = app.add_subcommand("show", "Print a results file (ours or PyTorch TunableOp's)");
@@ -33,17 +38,31 @@ int main(int argc, char** argv) {
   auto* tfile = app.add_subcommand("tune-file", "Tune every problem of an untuned file offline");
   tfile->add_option("untuned", tf.untuned, "file written with TUNABLE_RECORD_UNTUNED=1")->required();
   tfile->add_option("--device", tf.device, "cpu, cuda or auto")->capture_default_str();
-  tfile->add_option("--file", tf.file, "results file to extend")->capture_default_str();
-  tfile->add_option("--verbose", tf.verbose, "tuning log level 0-3")->capture_default_str();
+  auto* tf_file = tfile->add_option("--file", tf.file, "results file to extend (default: TUNABLE_FILENAME, else "
+                                    "tunable_results.csv)");
+  auto* tf_verbose = tfile->add_option("--verbose", tf.verbose, "tuning log level 0-3 (default: TUNABLE_VERBOSE)")
+                         ->check(CLI::Range(0, 3));
 
   CLI11_PARSE(app, argc, argv);
+  tf.file_given = tf_file->count() > 0;
+  tf.verbose_given = tf_verbose->count() > 0;
+  int rc = 2;
   try {
-    if (*tune) return run_tune(ta);
-    if (*show) return run_show(sa);
-    if (*tfile) return run_tune_file(tf);
+    if (*tune) rc = run_tune(ta);
+    else if (*show) rc = run_show(sa);
+    else if (*tfile) rc = run_tune_file(tf);
+    else std::fprintf(stderr, "tunable: a subcommand is required (tune, show or tune-file); see --help\n");
   } catch (const tunable::Error& e) {
     std::fprintf(stderr, "tunable: %s\n", e.what());
     return 1;
+  } catch (const std::exception& e) {  // e.g. no memory for a --m --n --k this large
+    std::fprintf(stderr, "tunable: %s\n", e.what());
+    return 1;
   }
-  return 2;
+  // Output that could not be written (a full disk, a closed pipe) is a failure, not a success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "tunable: writing the output failed\n");
+    return 1;
+  }
+  return rc;
 }
