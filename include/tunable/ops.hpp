@@ -42,11 +42,14 @@ enum class Fp8Scaling {
   kNone,             ///< out has the input dtype
   kStatic,           ///< out = saturate(y / *scale), one per-tensor scale
   kDynamicPerToken,  ///< scale_r = max(max|y_r| / 448, 1 / (448 * 512)); out = saturate(y / scale_r)
+                     ///< (an all-zero row gets the floor; a row holding Inf gets scale Inf, NaN outputs)
 };
 
 struct Fp8Output {
   Fp8Scaling scaling = Fp8Scaling::kNone;
-  const float* scale = nullptr;   ///< kStatic: device pointer to one float (> 0)
+  /// kStatic: device pointer to one float, finite and > 0 (it lives on the device, so the host
+  /// cannot check it: 0 saturates every output, a negative scale flips signs, NaN gives NaN)
+  const float* scale = nullptr;
   float* token_scales = nullptr;  ///< kDynamicPerToken: device array [rows], written by the op
 
   static Fp8Output none() { return {}; }

@@ -402,7 +402,11 @@ cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, s
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = n;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  // The status is returned; a refused launch must not also stay pending for the next, unrelated
+  // cudaGetLastError (a later candidate's or the caller's own).
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
 }
 
 /// kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch where the

@@ -16,6 +16,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
+#include <set>
 
 #include "kernels/common/device_utils.cuh"
 #include "kernels/norm/rms_norm_limits.hpp"
@@ -410,9 +412,19 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, const RmsNormLaunch& l, cuda
       const std::size_t limit = static_cast<std::size_t>(optin) - 2 * 32 * sizeof(float);
       smem = row_bytes <= limit ? row_bytes : 0;
       if (smem > 0) {
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(smem));
-        if (e != cudaSuccess) return e;
+        // Raised once per device to the whole limit: the attribute belongs to the kernel, so
+        // setting it per call to this row's size would race with another thread's larger row.
+        static std::mutex mu;
+        static std::set<int> raised;
+        std::lock_guard<std::mutex> lock(mu);
+        if (!raised.count(dev)) {
+          e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit));
+          if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return e;
+          }
+          raised.insert(dev);
+        }
       }
     }
     return launch_kernel(kernel, dim3(static_cast<unsigned>(p.rows)), dim3(l.threads_per_row), smem,

@@ -117,6 +117,27 @@ class DeviceGuard {
   int saved_ = -1, set_ = -1;
 };
 
+/// The calling thread's stream-capture mode set to relaxed for a scope: tuning allocates and
+/// synchronizes its own stream, which global mode forbids while any other stream of the process is
+/// being captured (a PyTorch graph capture on another stream would fail the tuning, or be broken by
+/// it). Held by the tuning workloads for their lifetime.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() {
+    ok_ = cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess;
+    if (!ok_) (void)cudaGetLastError();
+  }
+  ~RelaxedCaptureMode() {
+    if (ok_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+  bool ok_ = false;
+};
+
 /// kInvalidArgument unless `ordinal` is the current device: a context's kernels launch on the
 /// current device, so a call made while another GPU is current would run (or fail) there.
 Status require_current_device(int ordinal);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "cuda/cuda_util.hpp"
 #include "gemm/cpu/cpu_gemm.hpp"
 #include "gemm/cuda/cuda_gemm.hpp"
 
@@ -19,6 +20,9 @@ std::int64_t op_key(const GemmDesc& d) {
 
 Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
   ContextImpl& c = ctx.impl();
+  // Before the lookup: a call on the wrong device fails as itself, not as a failed tuning that
+  // would leave Default cached for the problem.
+  if (c.device().kind == DeviceKind::kCuda) TUNABLE_RETURN_IF_ERROR(require_current_device(c.device().ordinal));
   // Hot path: the op exists; its hooks (providers, handles) were built once.
   const std::int64_t key = op_key(d);
   if ((*op = c.find_op<TunableOp<GemmArgs>>(key)) != nullptr) return Status::ok();

@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 
+#include "cuda/cuda_util.hpp"
 #include "ops/ops_args.hpp"
 #include "ops/ops_solutions.hpp"
 #include "ops/ops_workload.hpp"
@@ -34,11 +35,13 @@ FusedOpsTable& table(ContextImpl& c) {
   return c.resource<FusedOpsTable>([] { return std::make_unique<FusedOpsTable>(); });
 }
 
+/// A CUDA context whose device is current. Checked before the lookup: a call on the wrong device
+/// must fail as itself, not as a failed tuning that would leave Default cached for the problem.
 Status require_cuda(Context& ctx) {
-  if (ctx.device().kind == DeviceKind::kCuda) return Status::ok();
-  return Status(StatusCode::kNotSupported,
-                fmt::format("fused ops run on CUDA devices; this context is for {}",
-                            ctx.device().to_string()));
+  if (ctx.device().kind != DeviceKind::kCuda)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("fused ops run on CUDA devices; this context is for {}", ctx.device().to_string()));
+  return require_current_device(ctx.device().ordinal);
 }
 
 TunableOp<NormArgs>& norm_op(ContextImpl& c, const NormProblem& p) {

@@ -26,7 +26,6 @@
 namespace tunable {
 namespace {
 
-using kernels::group_reduce;
 using kernels::kFp8E4M3Max;
 using kernels::kFp8MinScale;
 
@@ -37,9 +36,24 @@ constexpr float kActStaticScale = 1.0f / 64.0f;
 constexpr float kActInputRange = 3.0f;
 constexpr int kRefThreads = 256;
 
-template <class T>
-__device__ __forceinline__ double to_dbl(T v) {
-  return static_cast<double>(kernels::to_float(v));
+// The reference converts and reduces with its own code (CUDA's conversion intrinsics, a plain
+// shared-memory tree), not the kernels' helpers: a bug there must not be reproduced here.
+__device__ __forceinline__ double to_dbl(float v) { return v; }
+__device__ __forceinline__ double to_dbl(__half v) { return __half2float(v); }
+__device__ __forceinline__ double to_dbl(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Sum (max = false) or max over the block's kRefThreads threads; every thread gets the result.
+__device__ double ref_block_reduce(double v, bool max, double* scratch) {
+  scratch[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kRefThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) scratch[threadIdx.x] = max ? fmax(scratch[threadIdx.x], scratch[threadIdx.x + s])
+                                                   : scratch[threadIdx.x] + scratch[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double r = scratch[0];
+  __syncthreads();  // scratch is reused by the next reduction
+  return r;
 }
 
 /// Correctly rounded double -> T (the reference of the residual update).
@@ -59,7 +73,7 @@ template <class T>
 __global__ void kernel_rms_norm_reference(const T* x, const T* residual, const T* w, int hidden,
                                           double eps, bool gemma, int fp8, const float* scale,
                                           double* ref_out, double* ref_res, double* ref_scales) {
-  __shared__ double scratch[2][kRefThreads / 32];
+  __shared__ double scratch[kRefThreads];
   const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * hidden;
   double ss = 0;
   for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
@@ -71,7 +85,7 @@ __global__ void kernel_rms_norm_reference(const T* x, const T* residual, const T
     ref_out[base + c] = v;
     ss += v * v;
   }
-  ss = group_reduce(ss, blockDim.x / 32, scratch[0], kernels::SumOp{});
+  ss = ref_block_reduce(ss, false, scratch);
   const double inv = 1.0 / sqrt(ss / hidden + eps);
   double amax = 0;
   for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
@@ -83,7 +97,7 @@ __global__ void kernel_rms_norm_reference(const T* x, const T* residual, const T
   double s = 1;
   if (fp8 == static_cast<int>(Fp8Scaling::kStatic)) s = *scale;
   if (fp8 == static_cast<int>(Fp8Scaling::kDynamicPerToken)) {
-    amax = group_reduce(amax, blockDim.x / 32, scratch[1], kernels::MaxOp{});
+    amax = ref_block_reduce(amax, true, scratch);
     s = fmax(amax / kFp8E4M3Max, static_cast<double>(kFp8MinScale));
     if (threadIdx.x == 0) ref_scales[blockIdx.x] = s;
   }
@@ -153,8 +167,8 @@ Status fp8_check(const double* got, const double* ref, std::size_t n, cudaStream
   DeviceBuffer buf;
   TUNABLE_RETURN_IF_ERROR(buf.allocate(sizeof(Fp8CheckOut)));
   TUNABLE_CUDA_CHECK(cudaMemsetAsync(buf.get(), 0, sizeof(Fp8CheckOut), stream));
-  kernel_fp8_ulp_check<<<blocks_for(n, 256), 256, 0, stream>>>(got, ref, n, buf.as<Fp8CheckOut>());
-  TUNABLE_CUDA_CHECK_LAUNCH();
+  TUNABLE_CUDA_CHECK(kernels::launch_kernel_ex(kernel_fp8_ulp_check, dim3(blocks_for(n, 256)), dim3(256), 0, stream,
+                                               false, dim3(1, 1, 1), got, ref, n, buf.as<Fp8CheckOut>()));
   Fp8CheckOut h{};
   TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&h, buf.get(), sizeof h, cudaMemcpyDeviceToHost, stream));
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -212,8 +226,10 @@ class Carver {
   std::size_t size_ = 0;
 };
 
-/// Copies whose total exceeds the Options' target (L2 by default), at most half the free memory.
-Status rotation(const Options& opt, int ordinal, std::size_t per_copy, std::size_t* copies) {
+/// Copies whose total exceeds the Options' target (L2 by default); the copies and the `aux` bytes
+/// (references, conversion buffers) together take at most half the free memory, and a problem
+/// whose single copy and aux do not fit there is refused by name (the call then runs Default).
+Status rotation(const Options& opt, int ordinal, std::size_t per_copy, std::size_t aux, std::size_t* copies) {
   std::size_t target = 0;
   if (opt.rotating_buffer_size_mib < 0)
     target = static_cast<std::size_t>(device_properties(ordinal).l2CacheSize);
@@ -222,7 +238,13 @@ Status rotation(const Options& opt, int ordinal, std::size_t per_copy, std::size
   std::size_t n = rotating_copies(per_copy, target, 1024);
   std::size_t free_b = 0, total_b = 0;
   TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  n = std::min(n, std::max<std::size_t>(1, free_b / 2 / std::max<std::size_t>(per_copy, 1)));
+  const std::size_t budget = free_b / 2;
+  if (per_copy + aux > budget)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("too large to tune: one set of inputs and the fp64 references take {:.1f} GiB, "
+                              "more than half the {:.1f} GiB free",
+                              static_cast<double>(per_copy + aux) / (1 << 30), static_cast<double>(free_b) / (1 << 30)));
+  n = std::min(n, std::max<std::size_t>(1, (budget - aux) / std::max<std::size_t>(per_copy, 1)));
   *copies = n;
   return Status::ok();
 }
@@ -257,6 +279,7 @@ class DeviceWorkload : public Workload<Args> {
  protected:
   char* at(const DeviceBuffer& b, std::size_t offset) const { return b.as<char>() + offset; }
 
+  RelaxedCaptureMode relaxed_;  // first member: in force before any allocation, until the last free
   cudaStream_t stream_;
   EventTimer timer_;
   DeviceBuffer ws_, data_, aux_;
@@ -284,8 +307,6 @@ class NormWorkload final : public DeviceWorkload<NormArgs> {
                       o_w = copy.take(p_.hidden * es), o_out = copy.take(n * oes),
                       o_tok = copy.take(dyn ? p_.rows * sizeof(float) : 0);
     bytes_per_copy_ = copy.size();
-    std::size_t copies = 1;
-    TUNABLE_RETURN_IF_ERROR(rotation(opt, ordinal, bytes_per_copy_, &copies));
     // Shared: the static scale, copy 0's pristine residual, the references, a conversion buffer.
     Carver aux;
     o_scale_ = aux.take(sizeof(float));
@@ -294,6 +315,8 @@ class NormWorkload final : public DeviceWorkload<NormArgs> {
     o_ref_res_ = aux.take(p_.fused ? n * sizeof(double) : 0);
     o_ref_tok_ = aux.take(dyn ? p_.rows * sizeof(double) : 0);
     o_got_ = aux.take(n * sizeof(double));
+    std::size_t copies = 1;
+    TUNABLE_RETURN_IF_ERROR(rotation(opt, ordinal, bytes_per_copy_, aux.size(), &copies));
     TUNABLE_RETURN_IF_ERROR(data_.allocate(bytes_per_copy_ * copies));
     TUNABLE_RETURN_IF_ERROR(aux_.allocate(aux.size()));
 
@@ -319,6 +342,14 @@ class NormWorkload final : public DeviceWorkload<NormArgs> {
         TUNABLE_RETURN_IF_ERROR(fill_random(base + o_res, p_.dtype, n, seed_for(seed, i, 1), 1.0f, stream_));
       TUNABLE_RETURN_IF_ERROR(
           fill_random(base + o_w, p_.dtype, p_.hidden, seed_for(seed, i, 2), 1.0f, stream_));
+    }
+    if (dyn && p_.rows >= 2) {
+      // One all-zero row (a padded token): its dynamic scale is the floor kFp8MinScale, a path
+      // random rows never reach. The other rows stay random.
+      const std::size_t last = (static_cast<std::size_t>(p_.rows) - 1) * p_.hidden * es;
+      TUNABLE_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(const_cast<void*>(args_[0].x)) + last, 0, p_.hidden * es, stream_));
+      if (p_.fused)
+        TUNABLE_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(args_[0].residual) + last, 0, p_.hidden * es, stream_));
     }
     if (p_.fused)
       TUNABLE_CUDA_CHECK(cudaMemcpyAsync(at(aux_, o_pristine_), args_[0].residual, n * es,
@@ -381,11 +412,14 @@ class NormWorkload final : public DeviceWorkload<NormArgs> {
     const void* pristine = p_.fused ? at(aux_, o_pristine_) : nullptr;
     const cudaError_t e = kernels::dispatch_float_type(p_.dtype, [&](auto tag) {
       using T = decltype(tag);
-      kernel_rms_norm_reference<T><<<static_cast<unsigned>(p_.rows), kRefThreads, 0, stream_>>>(
-          static_cast<const T*>(a.x), static_cast<const T*>(pristine),
-          static_cast<const T*>(a.weight), static_cast<int>(p_.hidden), a.eps, p_.weight == NormWeight::kGemma,
-          static_cast<int>(p_.fp8), reinterpret_cast<const float*>(at(aux_, o_scale_)), out, res, tok);
-      return cudaGetLastError();
+      // Its own launch status (a <<<>>> launch and cudaGetLastError would also report an older error).
+      return kernels::launch_kernel_ex(kernel_rms_norm_reference<T>, dim3(static_cast<unsigned>(p_.rows)),
+                                       dim3(kRefThreads), 0, stream_, false, dim3(1, 1, 1),
+                                       static_cast<const T*>(a.x), static_cast<const T*>(pristine),
+                                       static_cast<const T*>(a.weight), static_cast<int>(p_.hidden),
+                                       static_cast<double>(a.eps), p_.weight == NormWeight::kGemma,
+                                       static_cast<int>(p_.fp8), reinterpret_cast<const float*>(at(aux_, o_scale_)),
+                                       out, res, tok);
     });
     TUNABLE_CUDA_CHECK(e);
     return Status::ok();
@@ -410,12 +444,12 @@ class ActWorkload final : public DeviceWorkload<ActArgs> {
     Carver copy;
     const std::size_t o_x = copy.take(2 * n_ * es), o_out = copy.take(n_ * oes);
     bytes_per_copy_ = copy.size();
-    std::size_t copies = 1;
-    TUNABLE_RETURN_IF_ERROR(rotation(opt, ordinal, bytes_per_copy_, &copies));
     Carver aux;
     o_scale_ = aux.take(sizeof(float));
     o_ref_ = aux.take(n_ * sizeof(double));
     o_got_ = aux.take(n_ * sizeof(double));
+    std::size_t copies = 1;
+    TUNABLE_RETURN_IF_ERROR(rotation(opt, ordinal, bytes_per_copy_, aux.size(), &copies));
     TUNABLE_RETURN_IF_ERROR(data_.allocate(bytes_per_copy_ * copies));
     TUNABLE_RETURN_IF_ERROR(aux_.allocate(aux.size()));
 
@@ -438,10 +472,10 @@ class ActWorkload final : public DeviceWorkload<ActArgs> {
     }
     const cudaError_t e = kernels::dispatch_float_type(p_.dtype, [&](auto tag) {
       using T = decltype(tag);
-      kernel_act_and_mul_reference<T><<<blocks_for(n_, 256), 256, 0, stream_>>>(
-          static_cast<const T*>(args_[0].x), p_.rows, static_cast<int>(p_.d),
-          p_.act == Activation::kGeluTanh, args_[0].scale, reinterpret_cast<double*>(at(aux_, o_ref_)));
-      return cudaGetLastError();
+      return kernels::launch_kernel_ex(kernel_act_and_mul_reference<T>, dim3(blocks_for(n_, 256)), dim3(256), 0,
+                                       stream_, false, dim3(1, 1, 1), static_cast<const T*>(args_[0].x), p_.rows,
+                                       static_cast<int>(p_.d), p_.act == Activation::kGeluTanh, args_[0].scale,
+                                       reinterpret_cast<double*>(at(aux_, o_ref_)));
     });
     TUNABLE_CUDA_CHECK(e);
     return synchronize();

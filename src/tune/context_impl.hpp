@@ -56,6 +56,9 @@ class ContextImpl {
   std::vector<ResultRecord> results() const { return store_.all(); }
 
   ContextStats stats() const;
+  /// Held while any op of this context tunes: the context's tuning stream, timer and device memory
+  /// serve one tuning at a time (two ops tuning from two threads would time each other's kernels).
+  std::mutex& tuning_mutex() { return tuning_mu_; }
   void set_progress_callback(std::function<void(const TuneProgress&)> cb) {
     std::lock_guard<std::mutex> lock(opt_mu_);
     progress_ = std::move(cb);
@@ -117,6 +120,7 @@ class ContextImpl {
   std::vector<Validator> validators_;
   Logger log_;
 
+  std::mutex tuning_mu_;
   std::mutex file_mu_;
   std::string loaded_path_;  // results path the store was filled from
   Status load_status_;        // why loaded_path_ could not be used (warned once, not retried)

@@ -226,6 +226,7 @@ class TunableOp final : public TunableOpBase {
 
   /// Tunes and stores the winner; `persisted` gets whether it reached the results file.
   Status tune_now(const Args& args, const std::string& ps, SolutionPtr<Args>* chosen, Persisted* persisted) {
+    std::lock_guard<std::mutex> one_at_a_time(ctx_.tuning_mutex());
     const Options opt = ctx_.options();
     std::vector<SolutionPtr<Args>> cands;
     TUNABLE_RETURN_IF_ERROR(candidates(args, &cands));

@@ -378,6 +378,7 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
   Status st = gemm(ctx, f8, o8);
   EXPECT_FALSE(st.is_ok());
   EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
+  EXPECT_NE(st.message().find("TN layout"), std::string::npos) << st.message();
   // e5m2 x e5m2 has no cuBLASLt kernel: a clear not_supported.
   GemmDesc e5 = GemmDesc::make(DataType::kF8E5M2, Transpose::kT, Transpose::kN, 128, 16, 256);
   e5.op = GemmOp::kScaledGemm;

@@ -801,6 +801,34 @@ TEST(OpsTuning, EnabledContextTunesWritesAResultAndStaysCorrect) {
             std::string::npos);
 }
 
+TEST(OpsTuning, TunesWhileAnotherStreamIsCaptured) {
+  // A program capturing a graph on one stream (global mode, PyTorch's default) calls an op on
+  // another: the tuning's allocations and synchronizations must neither fail nor break that capture.
+  test::TempDir dir;
+  Context ctx(Device::cuda(0), tuning_options(dir.file("results.csv")));
+  NormRun run(NormCase{DataType::kBF16, false, NormWeight::kLlama, Fp8Scaling::kNone, 64, 4096});
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  CudaStream s1, s2;
+  ASSERT_OK(s1.create());
+  ASSERT_OK(s2.create());
+  DeviceBuffer scratch;
+  ASSERT_OK(scratch.allocate(256));
+  ASSERT_EQ(cudaStreamBeginCapture(s1.get(), cudaStreamCaptureModeGlobal), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(scratch.get(), 0, 256, s1.get()), cudaSuccess);
+  const NormArgs a = run.args();
+  const Status st = rms_norm(ctx, a.out, a.x, a.weight, a.prob.rows, a.prob.hidden, a.x_stride, a.out_stride,
+                             a.eps, a.prob.dtype, a.prob.weight, s2.get());
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s1.get(), &graph);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  EXPECT_EQ(ended, cudaSuccess) << "the other stream's capture was broken: " << cudaGetErrorString(ended);
+  ASSERT_OK(st);
+  EXPECT_EQ(ctx.stats().tuned, 1u);
+  ASSERT_EQ(cudaStreamSynchronize(s2.get()), cudaSuccess);
+  run.check("tuned while another stream was captured");
+}
+
 TEST(OpsTuning, TuneFromSignatures) {
   test::TempDir dir;
   Context ctx(Device::cuda(0), tuning_options(dir.file("results.csv")));

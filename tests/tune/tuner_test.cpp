@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "cuda/cuda_util.hpp"
 #include "test_util.hpp"
@@ -387,10 +390,11 @@ struct OpFixture : ::testing::Test {
   Clock clock;
   test::TempDir dir;
   bool workload_fails = false;
-  OpHooks<FakeArgs> hooks() {
+  OpHooks<FakeArgs> hooks() { return hooks_on(clock); }
+  OpHooks<FakeArgs> hooks_on(Clock& ck) {
     OpHooks<FakeArgs> h;
     h.op_signature = "FakeTunableOp_float";
-    auto def = std::make_shared<FakeSolution>(clock, "Default", 1.0, std::vector<double>{1.0});
+    auto def = std::make_shared<FakeSolution>(ck, "Default", 1.0, std::vector<double>{1.0});
     h.default_solution = def;
     struct P final : Provider<FakeArgs> {
       Clock* c;
@@ -410,14 +414,14 @@ struct OpFixture : ::testing::Test {
       }
     };
     auto p = std::make_shared<P>();
-    p->c = &clock;
+    p->c = &ck;
     h.providers = {p};
     h.key = [](const FakeArgs& a) { return ProblemKey{a.size}; };
     h.params_signature = [](const FakeArgs& a) { return "size_" + std::to_string(a.size); };
-    h.make_workload = [this](const FakeArgs&, const Options&,
-                             std::unique_ptr<Workload<FakeArgs>>* w) {
+    h.make_workload = [this, &ck](const FakeArgs&, const Options&,
+                                  std::unique_ptr<Workload<FakeArgs>>* w) {
       if (workload_fails) return Status(StatusCode::kCudaError, "fake: out of memory for the tuning buffers");
-      *w = std::make_unique<FakeWorkload>(clock);
+      *w = std::make_unique<FakeWorkload>(ck);
       return Status::ok();
     };
     return h;
@@ -497,6 +501,41 @@ TEST_F(OpFixture, DisabledRunsDefaultWithoutLookup) {
   EXPECT_EQ(clock.calls["fast"], 0);
   EXPECT_EQ(ctx.stats().defaults, 1u);
   EXPECT_EQ(ctx.results().size(), 0u);  // the file was not loaded
+}
+
+TEST_F(OpFixture, OpsOfOneContextTuneOneAtATime) {
+  // The context's tuning stream, timer and memory serve one tuning at a time: two ops tuning from
+  // two threads must take turns (each op's own lock alone let them overlap).
+  ContextImpl ctx(Device::cpu(), opts(), {{"V", "1"}});
+  Clock other;  // each op its own clock: the fakes' bookkeeping is not thread-safe, the runtime is
+  std::atomic<int> live{0}, peak{0};
+  auto watched = [&](OpHooks<FakeArgs> h) {
+    h.make_workload = [&, inner = h.make_workload](const FakeArgs& a, const Options& o,
+                                                   std::unique_ptr<Workload<FakeArgs>>* w) {
+      const int now = ++live;
+      int seen = peak.load();
+      while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a window the other could enter
+      const Status st = inner(a, o, w);
+      --live;
+      return st;
+    };
+    return h;
+  };
+  OpHooks<FakeArgs> h2 = hooks_on(other);
+  h2.op_signature = "FakeTunableOp_double";
+  TunableOp<FakeArgs> op1(ctx, watched(hooks())), op2(ctx, watched(h2));
+  double out1 = 0, out2 = 0;
+  Status s1, s2;
+  std::thread t1([&] { s1 = op1.run(FakeArgs{&out1, 4}, nullptr); });
+  std::thread t2([&] { s2 = op2.run(FakeArgs{&out2, 4}, nullptr); });
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(s1.is_ok()) << s1.to_string();
+  ASSERT_TRUE(s2.is_ok()) << s2.to_string();
+  EXPECT_EQ(ctx.stats().tuned, 2u);
+  EXPECT_EQ(peak.load(), 1);
 }
 
 TEST_F(OpFixture, MisalignedFirstCallKeepsTheStoredSolutionForLaterCalls) {

@@ -156,10 +156,19 @@ Status heuristics(CudaGemmResources* res, const GemmDesc& d, bool fast_accum, in
   if (s == CUBLAS_STATUS_NOT_SUPPORTED) got = 0;
   else TUNABLE_CUBLAS_CHECK(s);
   out->resize(got);
-  return got > 0 ? Status::ok()
-                 : Status(StatusCode::kNotSupported,
-                          fmt::format("cuBLASLt has no algorithm for {} {}", op_signature(d),
-                                      params_signature(d)));
+  if (got > 0) return Status::ok();
+  // What FP8 asks of the layout, said where it is the likely reason (cuBLASLt gives none).
+  std::string why;
+  if (d.op == GemmOp::kScaledGemm) {
+    if (d.transa != Transpose::kT || d.transb != Transpose::kN)
+      why = "; its FP8 kernels take the TN layout only";
+    else if (d.m % 16 || d.n % 16 || d.k % 16 || d.lda % 16 || d.ldb % 16 || d.ldc % 16)
+      why = "; its FP8 kernels want m, n, k and the leading dimensions in multiples of 16";
+    else if (d.out_dtype == DataType::kF32 && d.epilogue != Epilogue::kNone)
+      why = "; it has no FP8 kernel with an fp32 output and a bias";
+  }
+  return Status(StatusCode::kNotSupported,
+                fmt::format("cuBLASLt has no algorithm for {} {}{}", op_signature(d), params_signature(d), why));
 }
 
 // ---- Default ----

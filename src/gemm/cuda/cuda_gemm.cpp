@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_util.hpp"
 #include "gemm/cuda/cublaslt.hpp"
 #include "gemm/cuda/cuda_resources.hpp"
 #include "gemm/cuda/skinny_provider.hpp"
@@ -77,7 +76,6 @@ Status cuda_gemm_hooks(ContextImpl& ctx, const GemmDesc& d, OpHooks<GemmArgs>* h
   };
   h->capturing = stream_capturing;
   h->dispatch_workspace = [res](std::size_t bytes, Stream stream, void** p) {
-    TUNABLE_RETURN_IF_ERROR(require_current_device(res->ordinal()));
     return res->workspace(reinterpret_cast<cudaStream_t>(stream), bytes, p);
   };
   return Status::ok();

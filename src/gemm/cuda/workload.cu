@@ -207,6 +207,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
   }
 
  private:
+  RelaxedCaptureMode relaxed_;  // first member: in force before any allocation, until the last free
   CudaGemmResources* res_;
   EventTimer timer_;
   GemmDesc desc_;
