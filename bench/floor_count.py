@@ -18,8 +18,10 @@ def load(path):
 
 
 def efficiencies(r):
+    """Back-to-back and graph efficiency; the graph one is None when the run timed no graphs."""
     floor = float(r["floor_us"])
-    return floor / float(r["tuned_us"]), floor / float(r["tuned_graph_us"])
+    graph_us = float(r.get("tuned_graph_us") or 0)
+    return floor / float(r["tuned_us"]), (floor / graph_us if graph_us > 0 else None)
 
 
 def stream_efficiency(r):
@@ -40,15 +42,17 @@ def main():
         total += 1
         b2b, graph = efficiencies(r)
         hit_b2b += b2b >= TARGET
-        hit_graph += graph >= TARGET
+        hit_graph += graph is not None and graph >= TARGET
         st = stream_efficiency(r)
         hit_stream += st is not None and st >= TARGET
         st_text = f" stream {st:.3f}" if st is not None else ""
-        line = f"{name:36s} b2b {b2b:.3f}{st_text} graph {graph:.3f} {r['winner']}"
+        graph_text = f" graph {graph:.3f}" if graph is not None else " graph -"
+        line = f"{name:36s} b2b {b2b:.3f}{st_text}{graph_text} {r['winner']}"
         if name in old:
             ob, og = efficiencies(old[name])
-            line += f" | before {ob:.3f} / {og:.3f} {old[name]['winner']}"
-        print(line + ("" if b2b >= TARGET and graph >= TARGET else "  MISS"))
+            og_text = f"{og:.3f}" if og is not None else "-"
+            line += f" | before {ob:.3f} / {og_text} {old[name]['winner']}"
+        print(line + ("" if b2b >= TARGET and graph is not None and graph >= TARGET else "  MISS"))
     has_stream = any(stream_efficiency(r) is not None for r in new.values())
     stream_text = f", {hit_stream}/{total} as a stream" if has_stream else ""
     print(f">= {TARGET} of the floor: {hit_b2b}/{total} back-to-back{stream_text}, {hit_graph}/{total} in graphs")

@@ -2,7 +2,10 @@
 // the shapes of the H100 PyTorch anchors (residual add + RMSNorm [rows, hidden], SiLU-and-mul
 // [rows, 2 hidden]) plus more rows, each timed two ways on rotated inputs (> 2x L2 in total):
 //   graph: N calls captured in a CUDA graph, replays timed with events, per-call median;
-//   b2b:   back-to-back calls with an event between each, per-call median.
+//   b2b:   back-to-back calls on a primed queue (EventTimer: a sleep kernel before every 32 calls,
+//          an event pair around every 8), per-call median of the groups; the torch script times
+//          its back-to-back numbers the same way. Without --torch the "beats compile" column
+//          compares this with the anchors' do_bench time (an event pair per call, which adds ~2.5 us).
 // Against: the copy-bandwidth floor (bytes moved / device-to-device copy bandwidth measured in the
 // same run, read + write) and an empty kernel timed the same two ways. Writes fused_ops.csv,
 // fused_ops.json and fused_ops.md to --out (and the tuning results file tunable_results0.csv).
@@ -176,7 +179,7 @@ class Instance {
 
 using Call = std::function<void(std::size_t)>;
 
-/// Per-call time of `iters` back-to-back launches with an event between each; median.
+/// Per-call time of `iters` back-to-back launches (EventTimer: primed queue, events every 8 calls); median.
 double b2b_us(cudaStream_t s, std::size_t iters, const Call& call) {
   for (std::size_t i = 0; i < std::min<std::size_t>(iters, 8); ++i) call(i);  // warm-up
   EventTimer timer(s);
@@ -198,20 +201,20 @@ struct Reference {
   double torch_eager_b2b_us = NAN, torch_compiled_b2b_us = NAN;
 };
 
-using RefKey = std::tuple<std::string, std::int64_t, std::int64_t>;  // op, rows, input cols
+using RefKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;  // op, dtype, rows, input cols
 
 /// "add_rmsnorm bf16 [1,4096] eager 123.9us compiled 5.9us floor 0.01us"
 void read_anchors(const std::string& path, std::map<RefKey, Reference>* out) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot read anchors file " + path);
-  const std::regex re(R"((\w+) \w+ \[(\d+),(\d+)\] eager ([\d.]+)us compiled ([\d.]+)us)");
+  const std::regex re(R"((\w+) (\w+) \[(\d+),(\d+)\] eager ([\d.]+)us compiled ([\d.]+)us)");
   std::string line;
   std::smatch m;
   while (std::getline(f, line)) {
     if (!std::regex_search(line, m, re)) continue;
-    Reference& r = (*out)[RefKey{m[1], std::stoll(m[2]), std::stoll(m[3])}];
-    r.eager_us = std::stod(m[4]);
-    r.compiled_us = std::stod(m[5]);
+    Reference& r = (*out)[RefKey{m[1], m[2], std::stoll(m[3]), std::stoll(m[4])}];
+    r.eager_us = std::stod(m[5]);
+    r.compiled_us = std::stod(m[6]);
   }
 }
 
@@ -221,8 +224,8 @@ void read_torch(const std::string& path, std::map<RefKey, Reference>* out) {
   if (!f) throw std::runtime_error("cannot read torch results " + path);
   const json j = json::parse(f);
   for (const json& row : j.at("rows")) {
-    Reference& r = (*out)[RefKey{row.at("op").get<std::string>(), row.at("rows").get<std::int64_t>(),
-                                 row.at("cols").get<std::int64_t>()}];
+    Reference& r = (*out)[RefKey{row.at("op").get<std::string>(), row.at("dtype").get<std::string>(),
+                                 row.at("rows").get<std::int64_t>(), row.at("cols").get<std::int64_t>()}];
     r.torch_eager_graph_us = row.value("eager_graph_us", NAN);
     r.torch_compiled_graph_us = row.value("compiled_graph_us", NAN);
     r.torch_eager_b2b_us = row.value("eager_b2b_us", NAN);
@@ -345,7 +348,9 @@ int run(const Args& args) {
         const double bytes = bytes_moved(op, *dtype, r, h);
         const double floor = bytes / bw * 1e6;
         const std::int64_t cols = input_cols(op, h);
-        const Reference ref = refs.count(RefKey{op.name, r, cols}) ? refs[RefKey{op.name, r, cols}] : Reference{};
+        // Only references of this dtype: fp16 times are not compared with the bf16 anchors.
+        const RefKey key{op.name, short_name(*dtype), r, cols};
+        const Reference ref = refs.count(key) ? refs[key] : Reference{};
         // torch.compile baseline: graph-timed from --torch when given, else the anchors' number.
         const double compiled = std::isfinite(ref.torch_compiled_graph_us) ? ref.torch_compiled_graph_us
                                                                              : ref.compiled_us;

@@ -1,7 +1,8 @@
 # PyTorch baselines of the fused-op benchmark (bench/fused_ops_bench.cpp): eager and torch.compile,
 # each graph-timed (>= --graph-calls calls cycling through the rotated inputs, captured in one CUDA
-# graph, replays timed with events, per-call median) and back-to-back (an event between consecutive
-# calls, per-call median), with inputs rotated over > 2x L2. Same ops, shapes and byte counts as
+# graph, replays timed with events, per-call median) and back-to-back (timed as the C++ driver's
+# EventTimer does: a sleep kernel before every 32 calls holds the GPU while the host queues them, an
+# event pair around every 8 calls, per-call median of the groups), with inputs rotated over > 2x L2. Same ops, shapes and byte counts as
 # the C++ driver; the JSON it writes is what `tunable_fused_bench --torch FILE` reads.
 # Usage: python3 fused_ops_torch.py OUT.json [--ops add_rmsnorm,silu_and_mul] [--dtype bf16]
 #          [--rows 1,16,64,128,1024,2048,4096,8192] [--hidden 4096,8192,16384] [--quick]
@@ -124,23 +125,42 @@ def graph_us(fns, reps, calls=None):
 
 def b2b_us(fns, iters):
     # One live output slot per rotated input (see graph_us): the allocator cannot recycle an output
-    # written one call ago.
+    # written one call ago. As EventTimer: events around groups of 8 calls, a sleep before every 32
+    # (longer than the host takes to queue them), so the GPU's back-to-back time is what is timed.
+    group, per_prime, sleep_cycles_per_call = 8, 32, 100_000
     keep = [f() for f in fns]
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+    groups = max(1, iters // group)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(groups)]
     torch.cuda.synchronize()
-    for i in range(iters):
-        ev[i].record()
-        keep[i % len(fns)] = fns[i % len(fns)]()
-    ev[iters].record()
-    ev[iters].synchronize()
-    ts = sorted(ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters))
+    for k in range(groups):
+        if (k * group) % per_prime == 0:
+            torch.cuda._sleep(sleep_cycles_per_call * per_prime)
+        ev[k][0].record()
+        for j in range(group):
+            i = k * group + j
+            keep[i % len(fns)] = fns[i % len(fns)]()
+        ev[k][1].record()
+    ev[-1][1].synchronize()
+    ts = sorted(e0.elapsed_time(e1) / group * 1e3 for e0, e1 in ev)
+    return ts[len(ts) // 2]
+
+
+def per_call_us(fn, iters):
+    # Long calls (the 1 GiB copy of the bandwidth probe): an event pair around each.
+    fn()
+    ts = []
+    for _ in range(iters):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(); fn(); e1.record(); e1.synchronize()
+        ts.append(e0.elapsed_time(e1) * 1e3)
+    ts.sort()
     return ts[len(ts) // 2]
 
 
 dev = torch.cuda.get_device_name()
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
 a = torch.empty(2**30, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
-BW = 2 * a.numel() / (b2b_us([lambda: b.copy_(a)], 10) * 1e-6)
+BW = 2 * a.numel() / (per_call_us(lambda: b.copy_(a), 10) * 1e-6)
 del a, b
 empty = torch.empty(1, device="cuda")
 empty_graph = graph_us([lambda: empty.add_(1)] * 1000, args.reps)

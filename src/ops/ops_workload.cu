@@ -231,11 +231,12 @@ class Carver {
 /// whose single copy and aux do not fit there is refused by name (the call then runs Default).
 Status rotation(const Options& opt, int ordinal, std::size_t per_copy, std::size_t aux, std::size_t* copies) {
   std::size_t target = 0;
-  if (opt.rotating_buffer_size_mib < 0)
-    target = static_cast<std::size_t>(device_properties(ordinal).l2CacheSize);
+  if (opt.rotating_buffer_size_mib < 0)  // twice the L2, as Options documents (one L2 left decode rows hot)
+    target = 2 * static_cast<std::size_t>(device_properties(ordinal).l2CacheSize);
   else
     target = static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
-  std::size_t n = rotating_copies(per_copy, target, 1024);
+  // Up to 8192 copies: a one-row norm's copy is 24-32 KB, and 1024 of them fit in the L2.
+  std::size_t n = rotating_copies(per_copy, target, 8192);
   std::size_t free_b = 0, total_b = 0;
   TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const std::size_t budget = free_b / 2;

@@ -21,6 +21,7 @@
 #include "ops/ops_solutions.hpp"
 #include "ops/ops_workload.hpp"
 #include "test_util.hpp"
+#include "tune/tuner.hpp"
 #include "tunable/context.hpp"
 #include "tunable/ops.hpp"
 
@@ -917,8 +918,15 @@ TEST(OpsTuning, RotatingBufferOptions) {
   ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
   EXPECT_GT(wl->copies() * wl->bytes_per_copy(), 64u << 20);
   o.rotating_buffer_size_mib = -1;
+  const std::size_t l2 = static_cast<std::size_t>(device_properties(0).l2CacheSize);
   ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
-  EXPECT_GT(wl->copies() * wl->bytes_per_copy(), static_cast<std::size_t>(device_properties(0).l2CacheSize));
+  EXPECT_GT(wl->copies() * wl->bytes_per_copy(), 2 * l2);
+  // A one-row decode norm (32 KB a copy) too: 1024 copies used to cap its rotation inside the L2.
+  a.prob.rows = 1;
+  ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
+  EXPECT_GT(wl->copies() * wl->bytes_per_copy(), 2 * l2) << wl->copies() << " copies of " << wl->bytes_per_copy();
+  EXPECT_GE(static_cast<std::size_t>(kGraphMaxCalls) * wl->bytes_per_copy(), 2 * l2)
+      << "the graph tie-break's replays would stay in the L2";
 }
 
 }  // namespace

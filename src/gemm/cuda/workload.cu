@@ -82,7 +82,8 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     const std::size_t target = opt.rotating_buffer_size_mib < 0
                                    ? 8 * l2
                                    : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
-    copies_ = rotating_copies(per_copy_, target, 64);
+    // Bounded by bytes, not by a copy count: 64 copies of a small GEMM's operands fit in the L2.
+    copies_ = rotating_copies(per_copy_, target, 8192);
     // Less memory free than the rotation wants: fewer copies (timing gets optimistic, not wrong).
     for (;;) {
       Status got = mem_.allocate(per_copy_ * copies_);
@@ -93,6 +94,9 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     const std::uint64_t seed = fresh_seed();
     const float scales[2] = {0.5f, 1.5f};  // a candidate that ignores a scale fails the check
     args_.resize(copies_);
+    // The first kFilled copies get their own random data; the rest (small problems rotate up to
+    // 8192 copies) repeat them, copied in doublings: thousands of fills would cost more than the tuning.
+    constexpr std::size_t kFilled = 64;
     for (std::size_t i = 0; i < copies_; ++i) {
       char* base = mem_.as<char>() + i * per_copy_;
       GemmArgs& a = args_[i];
@@ -104,6 +108,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
       const bool scaled = d.op == GemmOp::kScaledGemm;
       a.ops.scale_a = scaled ? reinterpret_cast<const float*>(base + off_scale_) : nullptr;
       a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_ + 16) : nullptr;
+      if (i >= kFilled) continue;
       const std::uint64_t sd = seed + 0x1000 * i;
       TUNABLE_RETURN_IF_ERROR(fill_random(base, d.dtype, na_, sd + 1, 1.0f, s));
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_b_, b_type(d), nb_, sd + 2, 1.0f, s));
@@ -111,6 +116,11 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
       TUNABLE_RETURN_IF_ERROR(fill_random(base + off_bias_, d.out_dtype, d.m, sd + 4, 1.0f, s));
       TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_, &scales[0], 4, cudaMemcpyHostToDevice, s));
       TUNABLE_CUDA_CHECK(cudaMemcpyAsync(base + off_scale_ + 16, &scales[1], 4, cudaMemcpyHostToDevice, s));
+    }
+    for (std::size_t have = std::min(copies_, kFilled); have < copies_; have *= 2) {
+      const std::size_t n = std::min(have, copies_ - have);
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(mem_.as<char>() + have * per_copy_, mem_.get(), n * per_copy_,
+                                         cudaMemcpyDeviceToDevice, s));
     }
     if (d.beta != 0) {
       TUNABLE_RETURN_IF_ERROR(c_init_.allocate(nc_ * out));
