@@ -71,7 +71,8 @@ class Context {
   /// The validators this context writes and expects, as (key, value) pairs.
   std::vector<std::pair<std::string, std::string>> validators() const;
   ContextStats stats() const;
-  /// Called after each candidate while tuning (from the tuning thread); empty to disable.
+  /// Called after each candidate while tuning (from the tuning thread, holding the context's tuning
+  /// lock: the callback must not call this context's ops, which could need to tune); empty to disable.
   void set_progress_callback(std::function<void(const TuneProgress&)> callback);
 
   ContextImpl& impl() { return *impl_; }

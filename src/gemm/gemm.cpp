@@ -20,9 +20,6 @@ std::int64_t op_key(const GemmDesc& d) {
 
 Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
   ContextImpl& c = ctx.impl();
-  // Before the lookup: a call on the wrong device fails as itself, not as a failed tuning that
-  // would leave Default cached for the problem.
-  if (c.device().kind == DeviceKind::kCuda) TUNABLE_RETURN_IF_ERROR(require_current_device(c.device().ordinal));
   // Hot path: the op exists; its hooks (providers, handles) were built once.
   const std::int64_t key = op_key(d);
   if ((*op = c.find_op<TunableOp<GemmArgs>>(key)) != nullptr) return Status::ok();
@@ -47,9 +44,17 @@ Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
 
 }  // namespace
 
+/// A CUDA context's calls run on its device whatever device is current, and the caller's current
+/// device is given back (TunableOp's calls run on the tensors' device the same way).
+Status on_context_device(Context& ctx, DeviceGuard* g) {
+  return ctx.device().kind == DeviceKind::kCuda ? g->set(ctx.device().ordinal) : Status::ok();
+}
+
 Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, Stream stream) {
   return guarded("gemm", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(on_context_device(ctx, &on_device));
     TunableOp<GemmArgs>* op = nullptr;
     TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
     return op->run(GemmArgs{desc, operands}, stream);
@@ -59,6 +64,8 @@ Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, St
 Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution) {
   return guarded("tune_gemm", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(desc));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(on_context_device(ctx, &on_device));
     TunableOp<GemmArgs>* op = nullptr;
     TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
     return op->tune(GemmArgs{desc, GemmOperands{}}, solution);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <regex>
+#include <tuple>
 
 #include "gemm/gemm_args.hpp"
 
@@ -113,6 +114,13 @@ Status validate(const GemmDesc& d) {
   if (d.op == GemmOp::kGemmStridedBatched) {
     if (d.batch < 1) return bad(fmt::format("batch must be >= 1 (got {})", d.batch));
     if (d.batch > kMaxDim) return bad(fmt::format("batch must fit in 32 bits (got {})", d.batch));
+    // stride * (batch - 1) + span elements must be addressable in bytes (tuning allocates that much).
+    const std::int64_t max_elems = std::numeric_limits<std::int64_t>::max() / 8;
+    for (auto [name, stride, sp] : {std::tuple{"stride_a", d.stride_a, span(d.lda, a_rows(d), a_cols(d))},
+                                    std::tuple{"stride_b", d.stride_b, span(d.ldb, b_rows(d), b_cols(d))},
+                                    std::tuple{"stride_c", d.stride_c, span(d.ldc, d.m, d.n)}})
+      if (d.batch > 1 && stride > (max_elems - sp) / (d.batch - 1))
+        return bad(fmt::format("{} = {} times {} batches overflows the address range", name, stride, d.batch));
     if (d.stride_a < 0 || d.stride_b < 0)
       return bad(fmt::format("stride_a and stride_b must be >= 0 (got {}, {})", d.stride_a, d.stride_b));
     if (d.batch > 1 && d.stride_c < span(d.ldc, d.m, d.n))

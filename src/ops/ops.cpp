@@ -35,13 +35,12 @@ FusedOpsTable& table(ContextImpl& c) {
   return c.resource<FusedOpsTable>([] { return std::make_unique<FusedOpsTable>(); });
 }
 
-/// A CUDA context whose device is current. Checked before the lookup: a call on the wrong device
-/// must fail as itself, not as a failed tuning that would leave Default cached for the problem.
-Status require_cuda(Context& ctx) {
+/// A CUDA context, whose device is made current for the call (`g` gives the caller's back).
+Status require_cuda(Context& ctx, DeviceGuard* g) {
   if (ctx.device().kind != DeviceKind::kCuda)
     return Status(StatusCode::kNotSupported,
                   fmt::format("fused ops run on CUDA devices; this context is for {}", ctx.device().to_string()));
-  return require_current_device(ctx.device().ordinal);
+  return g->set(ctx.device().ordinal);
 }
 
 TunableOp<NormArgs>& norm_op(ContextImpl& c, const NormProblem& p) {
@@ -91,7 +90,8 @@ TunableOp<ActArgs>& act_op(ContextImpl& c, const ActProblem& p) {
 Status run_norm(Context& ctx, const NormArgs& a, Stream stream) {
   return guarded("fused op", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(a));
-    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx, &on_device));
     return norm_op(ctx.impl(), a.prob).run(a, stream);
   });
 }
@@ -147,7 +147,8 @@ Status act_and_mul(Context& ctx, void* out, const void* x, std::int64_t rows, st
   a.scale = fp8.scale;
   return guarded("act_and_mul", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(a));
-    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx, &on_device));
     return act_op(ctx.impl(), a.prob).run(a, stream);
   });
 }
@@ -161,7 +162,8 @@ Status tune_fused_op(Context& ctx, const std::string& op_sig, const std::string&
       a.x_stride = 2 * a.prob.d;
       a.out_stride = a.prob.d;
       TUNABLE_RETURN_IF_ERROR(validate(a, /*with_pointers=*/false));
-      TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+      DeviceGuard on_device;
+      TUNABLE_RETURN_IF_ERROR(require_cuda(ctx, &on_device));
       return act_op(ctx.impl(), a.prob).tune(a, solution);
     }
     if (op_sig.rfind("RmsNormTunableOp_", 0) != 0 && op_sig.rfind("FusedAddRmsNormTunableOp_", 0) != 0)
@@ -172,7 +174,8 @@ Status tune_fused_op(Context& ctx, const std::string& op_sig, const std::string&
     TUNABLE_RETURN_IF_ERROR(parse_norm_signature(op_sig, params_sig, &a.prob));
     a.x_stride = a.residual_stride = a.out_stride = a.prob.hidden;
     TUNABLE_RETURN_IF_ERROR(validate(a, /*with_pointers=*/false));
-    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx, &on_device));
     return norm_op(ctx.impl(), a.prob).tune(a, solution);
   });
 }

@@ -86,7 +86,9 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b 
 /// another slice of it) are checked row by row; otherwise by their whole extents, which may refuse
 /// an interleaving that does not touch.
 bool overlap(const Span& a, const Span& b) {
-  const std::int64_t a_end = a.lo + (a.rows - 1) * a.stride + a.len, b_end = b.lo + (b.rows - 1) * b.stride + b.len;
+  // 128-bit ends: a pointer plus an extent validate() allows may pass 2^63.
+  const __int128 a_end = static_cast<__int128>(a.lo) + (a.rows - 1) * a.stride + a.len,
+                 b_end = static_cast<__int128>(b.lo) + (b.rows - 1) * b.stride + b.len;
   if (a.lo >= b_end || b.lo >= a_end) return false;
   if (a.stride != b.stride || a.rows == 1 || b.rows == 1) return true;
   // Row i of a meets row j of b iff d - a.len < (i - j) * S < d + b.len, d = b.lo - a.lo.

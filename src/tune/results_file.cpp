@@ -190,8 +190,15 @@ Status move_to_backup(const std::string& path, std::string* backup) {
                     fmt::format("cannot move '{}' to '{}': {}", path, name, std::strerror(errno)));
     if (::link(path.c_str(), name.c_str()) != 0) {
       if (errno == EEXIST) continue;
-      return Status(StatusCode::kIoError,
-                    fmt::format("cannot move '{}' to '{}': {}", path, name, std::strerror(errno)));
+      // No hard links either (vfat, some network mounts): a plain rename to a name seen free, the
+      // only move such a file system offers.
+      struct stat sb;
+      if (::stat(name.c_str(), &sb) == 0) continue;
+      if (::rename(path.c_str(), name.c_str()) != 0)
+        return Status(StatusCode::kIoError,
+                      fmt::format("cannot move '{}' to '{}': {}", path, name, std::strerror(errno)));
+      *backup = name;
+      return Status::ok();
     }
     if (::unlink(path.c_str()) != 0) {
       const int e = errno;

@@ -138,14 +138,16 @@ class TunableOp final : public TunableOpBase {
 
   Status resolve(const Args& args, Stream stream, bool force_tune, Choice* out) {
     const ProblemKey key = h_.key(args);
-    {
+    // The tune API wants a result: a cached Default that no tuning chose (tuning was off, or failed)
+    // does not answer it.
+    auto cached = [&](Choice* c) {
       std::shared_lock<std::shared_mutex> lock(cache_mu_);
       auto it = cache_.find(key);
-      if (it != cache_.end()) {
-        *out = it->second;
-        return Status::ok();
-      }
-    }
+      if (it == cache_.end() || (force_tune && !it->second.from_result)) return false;
+      *c = it->second;
+      return true;
+    };
+    if (cached(out)) return Status::ok();
     const std::string ps = h_.params_signature(args);
     if (h_.capturing(stream)) {
       // Inside stream capture nothing tunes, synchronizes or allocates: run Default, remember
@@ -157,14 +159,7 @@ class TunableOp final : public TunableOpBase {
       return Status::ok();
     }
     std::lock_guard<std::mutex> tune_lock(tune_mu_);  // one tuning per op at a time
-    {
-      std::shared_lock<std::shared_mutex> lock(cache_mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) {
-        *out = it->second;
-        return Status::ok();
-      }
-    }
+    if (cached(out)) return Status::ok();
     Choice chosen;
     Persisted persisted;  // whether a freshly tuned result reached the results file
     if (auto rec = ctx_.find(h_.op_signature, ps)) {
@@ -172,10 +167,11 @@ class TunableOp final : public TunableOpBase {
       Status why = chosen.sol ? chosen.sol->can_implement(args)
                               : Status(StatusCode::kNotSupported, "unknown to this build");
       if (why.code() == StatusCode::kMisaligned) {
-        // Only these pointers are refused: the result stays the problem's choice, and run() gives
-        // every call whose pointers it cannot take to Default (a misaligned first call must not
-        // turn the tuned kernel off for the aligned calls after it).
-        ctx_.log().log(1, "{}({}) found {} (not for this call's pointers: {})", h_.op_signature, ps,
+        // Only this call's pointers (or row strides, which the fused ops' key leaves out) are
+        // refused: the result stays the problem's choice, and run() gives every call it cannot take
+        // to Default (a misaligned first call must not turn the tuned kernel off for the aligned
+        // calls after it).
+        ctx_.log().log(1, "{}({}) found {} (not for this call's pointers or strides: {})", h_.op_signature, ps,
                        rec->solution, why.message());
         chosen.from_result = true;
       } else if (!why.is_ok()) {
@@ -192,8 +188,8 @@ class TunableOp final : public TunableOpBase {
       const Status tuned = tune_now(args, ps, &chosen.sol, &persisted);
       if (tuned.is_ok()) {
         chosen.from_result = true;
-      } else if (force_tune) {
-        return tuned;
+      } else if (force_tune || !h_.default_solution->can_implement(args).is_ok()) {
+        return tuned;  // nothing cached: a problem Default cannot run either fails as itself
       } else {
         // A call must not fail because its problem could not be tuned (no memory for the tuning
         // buffers, say): it runs Default, the problem is left for a later process to tune, and this

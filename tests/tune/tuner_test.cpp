@@ -573,6 +573,11 @@ TEST_F(OpFixture, TuningFailureRunsDefaultAndIsReportedOnlyByTheTuneApi) {
   const Status st = op.tune(FakeArgs{&out, 7}, &chosen);
   EXPECT_EQ(st.code(), StatusCode::kCudaError) << st.to_string();
   EXPECT_NE(st.message().find("tuning buffers"), std::string::npos) << st.message();
+  // Once tuning can run, the tune API tunes the problem the failed call left on Default.
+  workload_fails = false;
+  ASSERT_TRUE(op.tune(FakeArgs{&out, 6}, &chosen).is_ok());
+  EXPECT_EQ(chosen, "fast");
+  EXPECT_EQ(ctx.stats().tuned, 1u);
 }
 
 TEST_F(OpFixture, AResultThatCannotBeWrittenIsReportedByTheTuneApi) {

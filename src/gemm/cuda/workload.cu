@@ -82,7 +82,8 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     const std::size_t target = opt.rotating_buffer_size_mib < 0
                                    ? 8 * l2
                                    : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
-    // Bounded by bytes, not by a copy count: 64 copies of a small GEMM's operands fit in the L2.
+    // Up to 8192 copies (64 of a small GEMM's operands fit in the L2); below ~50 KB a copy the
+    // rotation stays under the target, though still above the L2 down to ~6 KB.
     copies_ = rotating_copies(per_copy_, target, 8192);
     // Less memory free than the rotation wants: fewer copies (timing gets optimistic, not wrong).
     for (;;) {
