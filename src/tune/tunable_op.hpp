@@ -188,8 +188,10 @@ class TunableOp final : public TunableOpBase {
       const Status tuned = tune_now(args, ps, &chosen.sol, &persisted);
       if (tuned.is_ok()) {
         chosen.from_result = true;
-      } else if (force_tune || !h_.default_solution->can_implement(args).is_ok()) {
-        return tuned;  // nothing cached: a problem Default cannot run either fails as itself
+      } else if (force_tune) {
+        return tuned;
+      } else if (Status why = h_.default_solution->can_implement(args); !why.is_ok()) {
+        return why;  // Default cannot run it either: its reason (nothing cached, nothing recorded)
       } else {
         // A call must not fail because its problem could not be tuned (no memory for the tuning
         // buffers, say): it runs Default, the problem is left for a later process to tune, and this
