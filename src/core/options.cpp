@@ -3,11 +3,12 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+
+#include "core/numbers.hpp"
 
 namespace tunable {
 namespace {
@@ -21,22 +22,6 @@ bool parse_bool(const char* var, const std::string& v) {
   if (v == "1" || v == "true" || v == "TRUE" || v == "on" || v == "yes") return true;
   if (v == "0" || v == "false" || v == "FALSE" || v == "off" || v == "no") return false;
   bad_value(var, v, "0 or 1");
-}
-
-// A number as a person writes it in decimal: strtoll / strtod alone would also take leading
-// blanks, a '+', hex ("0x10") and, for doubles, "inf" or "nan".
-bool plain_decimal(const std::string& v, bool fraction) {
-  if (v.empty()) return false;
-  const std::size_t first = v[0] == '-' ? 1 : 0;
-  if (first >= v.size() || !(std::isdigit(static_cast<unsigned char>(v[first])) || (fraction && v[first] == '.')))
-    return false;
-  for (std::size_t i = first; i < v.size(); ++i) {
-    const char c = v[i];
-    const bool ok = std::isdigit(static_cast<unsigned char>(c)) ||
-                    (fraction && (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'));
-    if (!ok) return false;
-  }
-  return true;
 }
 
 long long parse_int(const char* var, const std::string& v, long long lo, long long hi) {

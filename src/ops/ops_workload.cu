@@ -199,12 +199,7 @@ struct FusedOpsStream {
 };
 
 Status context_stream(ContextImpl& ctx, cudaStream_t* out) {
-  int current = -1;
-  TUNABLE_CUDA_CHECK(cudaGetDevice(&current));
-  if (current != ctx.device().ordinal)
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("tuning needs the context's device current: it is cuda:{}, the "
-                              "context is for {}", current, ctx.device().to_string()));
+  TUNABLE_RETURN_IF_ERROR(require_current_device(ctx.device().ordinal));
   FusedOpsStream& s =
       ctx.resource<FusedOpsStream>([] { return std::make_unique<FusedOpsStream>(); });
   TUNABLE_RETURN_IF_ERROR(s.status);

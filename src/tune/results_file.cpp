@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include <ctime>
 
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 namespace tunable {
 namespace {
@@ -212,16 +212,6 @@ Status move_to_backup(const std::string& path, std::string* backup) {
   return Status(StatusCode::kIoError, fmt::format("no free backup name for '{}' after {}.*", path, base));
 }
 
-// A time as the results file writes it ({:.6g}): digits, a point, an exponent; no sign, space,
-// hex or words, which strtod would also take.
-bool plain_time(const std::string& s) {
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-')
-      return false;
-  return true;
-}
-
 }  // namespace
 
 std::string sanitize_field(std::string s) {
@@ -266,7 +256,8 @@ ParsedResults parse_results(const std::string& text) {
       errno = 0;
       char* end = nullptr;
       double t = std::strtod(f[3].c_str(), &end);
-      if (!plain_time(f[3]) || end != f[3].c_str() + f[3].size() || errno == ERANGE ||
+      // As format_record writes it ({:.6g}); a sign is refused by the t < 0 test below.
+      if (!plain_decimal(f[3], true) || end != f[3].c_str() + f[3].size() || errno == ERANGE ||
           !std::isfinite(t) || t < 0) {
         out.diagnostics.push_back(
             {lineno, fmt::format("time '{}' is not a finite non-negative number", f[3])});
