@@ -239,9 +239,9 @@ struct CapturedCalls {
 };
 
 // Two callers in CUDA graphs, median per call over 6 rounds of 5 replays each, the order flipped
-// every round: timed one after the other, the second was 2-2.5 % slower on the same kernel (Default
-// against a tuned dispatch that chose Default, llama3_8b o M = 64), the clock drift the back-to-back
-// pairs already alternate for.
+// every round. Timed one after the other, the first came out 2-2.5 % faster on the same kernel
+// (Default against a tuned dispatch that kept Default, llama3_8b o M = 64): the clock drift the
+// back-to-back pairs already alternate for.
 std::pair<Timing, Timing> time_graph_paired(cudaStream_t s, const std::function<Status(int)>& fa,
                                             const std::function<Status(int)>& fb, int per_graph) {
   const CapturedCalls a(s, fa, per_graph), b(s, fb, per_graph);
