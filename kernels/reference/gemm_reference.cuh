@@ -35,27 +35,27 @@ __device__ __forceinline__ double ref_load<double>(const void* p, std::int64_t i
   return static_cast<const double*>(p)[i];
 }
 
+/// One 16 x 16 tile of C: rows [16 tx, 16 tx + 16), columns [16 ty, 16 ty + 16) of batch bt.
 template <class TA, class TB, class TC, class R>
-__global__ void __launch_bounds__(256) kernel_reference_gemm(const __grid_constant__ ReferenceGemmArgs g) {
+__device__ __forceinline__ void reference_gemm_tile(const ReferenceGemmArgs& g, double (&as)[16][17],
+                                                    double (&bs)[16][17], std::int64_t bt, std::int64_t tx,
+                                                    std::int64_t ty) {
   constexpr int kTile = 16;
-  __shared__ double as[kTile][kTile + 1];
-  __shared__ double bs[kTile][kTile + 1];
-  const std::int64_t bt = blockIdx.z;
-  const std::int64_t i = blockIdx.x * kTile + threadIdx.x;  // row of C
-  const std::int64_t j = blockIdx.y * kTile + threadIdx.y;  // column of C
+  const std::int64_t i = tx * kTile + threadIdx.x;  // row of C
+  const std::int64_t j = ty * kTile + threadIdx.y;  // column of C
   const std::int64_t a0 = bt * g.stride_a, b0 = bt * g.stride_b;
   double acc = 0;
   for (std::int64_t p0 = 0; p0 < g.k; p0 += kTile) {
     // as[x][y] = op(A)(block row x, k p0+y); bs[x][y] = op(B)(k p0+x, block col y)
     {
-      const std::int64_t r = blockIdx.x * kTile + threadIdx.x, p = p0 + threadIdx.y;
+      const std::int64_t r = i, p = p0 + threadIdx.y;
       double v = 0;
       if (r < g.m && p < g.k)
         v = ref_load<TA>(g.a, a0 + (g.trans_a ? p + r * g.lda : r + p * g.lda));
       as[threadIdx.x][threadIdx.y] = v;
     }
     {
-      const std::int64_t p = p0 + threadIdx.x, c = blockIdx.y * kTile + threadIdx.y;
+      const std::int64_t p = p0 + threadIdx.x, c = j;
       double v = 0;
       if (c < g.n && p < g.k)
         v = ref_load<TB>(g.b, b0 + (g.trans_b ? c + p * g.ldb : p + c * g.ldb));
@@ -81,12 +81,25 @@ __global__ void __launch_bounds__(256) kernel_reference_gemm(const __grid_consta
   static_cast<R*>(g.out)[bt * g.m * g.n + i + j * g.m] = static_cast<R>(v);
 }
 
+/// Column tiles and batches past the grid's 65535 limit in y and z are walked in strides, so a
+/// batch of 10^5 or a million columns is checked like any other problem.
+template <class TA, class TB, class TC, class R>
+__global__ void __launch_bounds__(256) kernel_reference_gemm(const __grid_constant__ ReferenceGemmArgs g) {
+  __shared__ double as[16][17];
+  __shared__ double bs[16][17];
+  const std::int64_t col_tiles = (g.n + 15) / 16;
+  for (std::int64_t bt = blockIdx.z; bt < g.batch; bt += gridDim.z)
+    for (std::int64_t ty = blockIdx.y; ty < col_tiles; ty += gridDim.y)
+      reference_gemm_tile<TA, TB, TC, R>(g, as, bs, bt, blockIdx.x, ty);
+}
+
 template <class TA, class TB, class TC, class R>
 cudaError_t launch_reference_gemm(const ReferenceGemmArgs& g, cudaStream_t stream) {
+  const std::int64_t row_tiles = (g.m + 15) / 16, col_tiles = (g.n + 15) / 16;
+  if (row_tiles < 1 || col_tiles < 1 || g.batch < 1 || row_tiles > 0x7fffffff) return cudaErrorInvalidConfiguration;
   const dim3 block(16, 16);
-  const dim3 grid(static_cast<unsigned>((g.m + 15) / 16), static_cast<unsigned>((g.n + 15) / 16),
-                  static_cast<unsigned>(g.batch));
-  if (grid.y > 65535 || grid.z > 65535) return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(col_tiles < 65535 ? col_tiles : 65535),
+                  static_cast<unsigned>(g.batch < 65535 ? g.batch : 65535));
   kernel_reference_gemm<TA, TB, TC, R><<<grid, block, 0, stream>>>(g);
   return cudaGetLastError();
 }

@@ -324,14 +324,16 @@ NumericsReport numerics_report(const kernels::CompareTotals& h, double ref_rms) 
 const cudaDeviceProp& device_properties(int ordinal) {
   static std::mutex mu;
   static std::map<int, cudaDeviceProp> cache;
+  static const cudaDeviceProp unread{};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(ordinal);
-  if (it == cache.end()) {
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, ordinal) != cudaSuccess) (void)cudaGetLastError();
-    it = cache.emplace(ordinal, p).first;
+  if (it != cache.end()) return it->second;
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return unread;  // not cached: a failed read (a bad ordinal, a driver hiccup) is tried again next time
   }
-  return it->second;
+  return cache.emplace(ordinal, p).first->second;
 }
 
 Status require_current_device(int ordinal) {

@@ -200,7 +200,8 @@ Status compare_on_device(const double* got, const double* ref, std::size_t n, co
 /// ref_rms the reference's root mean square the absolute tolerance was scaled by.
 NumericsReport numerics_report(const kernels::CompareTotals& totals, double ref_rms);
 
-/// Properties of the current device, read once per ordinal.
+/// Properties of device `ordinal`, read once and kept; all zero (multiProcessorCount 0) when they
+/// cannot be read, which is not kept, so a later call reads again.
 const cudaDeviceProp& device_properties(int ordinal);
 
 }  // namespace tunable

@@ -23,6 +23,16 @@
 namespace tunable {
 namespace {
 
+// A failed read of a device's properties is neither kept nor left as the pending CUDA error.
+TEST(CudaUtil, DevicePropertiesOfABadOrdinalAreZeroAndNotKept) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  EXPECT_EQ(device_properties(count).multiProcessorCount, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_GT(device_properties(0).multiProcessorCount, 0);
+  EXPECT_EQ(&device_properties(0), &device_properties(0));  // kept once read
+}
+
 TEST(CudaUtil, FillCompareAndPoison) {
   const std::size_t n = 1 << 16;
   DeviceBuffer a, got, ref;
@@ -424,6 +434,40 @@ TEST_F(GpuRuntime, BroadcastBatchKeepsItsStridesWhileTuning) {
   Problem p(b, rng);
   p.run_and_check(ctx, "broadcast A");
   EXPECT_EQ(ctx.stats().tuned, 1u);
+}
+
+// The fp64 reference of the tuning check put one grid row per 16 columns and one grid slice per
+// batch, both capped at 65535 by CUDA: a batch past 65535 or over a million columns could not be
+// checked, and such problems were never tuned (Default, with a warning). Both now tune, and the
+// tuned result matches the host reference.
+void expect_tuned_and_correct(const GemmDesc& g, Options o, std::mt19937& rng) {
+  ASSERT_TRUE(validate(g).is_ok()) << validate(g).to_string();
+  Context ctx(Device::cuda(0), o);
+  std::string chosen;
+  const Status st = tune_gemm(ctx, g, &chosen);
+  ASSERT_TRUE(st.is_ok()) << params_signature(g) << ": " << st.to_string();
+  bool recorded = false;
+  for (const ResultRecord& r : ctx.results())
+    recorded |= r.op_signature == op_signature(g) && r.params_signature == params_signature(g) && r.time_ms > 0;
+  EXPECT_TRUE(recorded) << params_signature(g) << ": no tuned result (chose " << chosen << ")";
+  EXPECT_EQ(ctx.stats().tuned, 1u);
+  Problem p(g, rng);
+  p.run_and_check(ctx, params_signature(g));
+}
+
+TEST_F(GpuRuntime, ReferenceCheckCoversColumnsPastTheGridLimit) {
+  expect_tuned_and_correct(GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 8, 1100000, 16), opts(),
+                           rng);
+}
+
+TEST_F(GpuRuntime, ReferenceCheckCoversBatchesPastTheGridLimit) {
+  GemmDesc deep = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 8, 8, 16);
+  deep.op = GemmOp::kGemmStridedBatched;
+  deep.batch = 70000;
+  deep.stride_a = span(deep.lda, a_rows(deep), a_cols(deep));
+  deep.stride_b = span(deep.ldb, b_rows(deep), b_cols(deep));
+  deep.stride_c = span(deep.ldc, deep.m, deep.n);
+  expect_tuned_and_correct(deep, opts(), rng);
 }
 
 TEST_F(GpuRuntime, MixedFp8TypesAreTunedApartInOneContext) {

@@ -47,6 +47,8 @@ Status cuda_validators(int ordinal, std::vector<Validator>* out) {
   TUNABLE_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
   TUNABLE_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
   const cudaDeviceProp& p = device_properties(ordinal);
+  if (p.multiProcessorCount <= 0)
+    return Status(StatusCode::kCudaError, fmt::format("could not read the properties of cuda:{}", ordinal));
   out->emplace_back("CUDA_RUNTIME_VERSION", std::to_string(rt));
   out->emplace_back("CUDA_DRIVER_VERSION", std::to_string(drv));
   out->emplace_back("CUBLAS_VERSION", fmt::format("{}.{}.{}", major, minor, patch));
