@@ -320,8 +320,8 @@ int run(const Args& args) {
   std::string md = fmt::format(
       "# Fused ops on {}\n\ncopy bandwidth {:.3f} TB/s; empty kernel {:.2f} us (graph), {:.2f} us "
       "(back-to-back), {:.2f} us (graph, launched with PDL as the fused ops are); dtype {}. Rows <= 64: the "
-      "row and the empty kernel timed next to each other, three rounds alternating which goes first, "
-      "medians (the ratios and targets use that empty kernel)\n\n"
+      "row and the empty kernel timed next to each other, four rounds alternating which goes first, "
+      "medians (the ratios and targets use that empty kernel, whose times are in fused_ops.csv / .json)\n\n"
       "| op | [rows, cols] | solution | graph us | b2b us | floor us | eff (graph) | / empty (graph) | "
       "/ empty (b2b) | torch.compile us | speedup | targets |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       prop.name, bw / 1e12, empty_graph, empty_b2b, empty_pdl_graph, short_name(*dtype));
@@ -340,12 +340,12 @@ int run(const Args& args) {
         const std::size_t b2b_iters = std::max<std::size_t>(args.b2b_iters, inst.copies());
         double g = 0, b = 0;
         // The <= 64-row target compares two few-us times, so the empty kernel is timed next to each such
-        // row, in three rounds that alternate which goes first (medians), not once at the start: minutes
+        // row, in four rounds that alternate which goes first (medians), not once at the start: minutes
         // apart, clocks and the launch path drift by a few percent, the size of the margins here.
         double eg = empty_graph, eb = empty_b2b;
         if (r <= 64) {
           std::vector<double> gs, bs, egs, ebs;
-          for (int round = 0; round < 3; ++round) {
+          for (int round = 0; round < 4; ++round) {
             for (int side = 0; side < 2; ++side) {
               if ((side == 0) == (round % 2 == 0)) {
                 gs.push_back(graph_us(s, per_graph, call, args.reps));
