@@ -112,6 +112,9 @@ class DeviceGuard {
     }
     return Status::ok();
   }
+  /// set(d.ordinal) for a CUDA device, nothing for the CPU: a context's calls run on its device
+  /// whatever device is current (as TunableOp's run on the tensors' device), the caller's given back.
+  Status use(const Device& d) { return d.kind == DeviceKind::kCuda ? set(d.ordinal) : Status::ok(); }
 
  private:
   int saved_ = -1, set_ = -1;

@@ -44,17 +44,11 @@ Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
 
 }  // namespace
 
-/// A CUDA context's calls run on its device whatever device is current, and the caller's current
-/// device is given back (TunableOp's calls run on the tensors' device the same way).
-Status on_context_device(Context& ctx, DeviceGuard* g) {
-  return ctx.device().kind == DeviceKind::kCuda ? g->set(ctx.device().ordinal) : Status::ok();
-}
-
 Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, Stream stream) {
   return guarded("gemm", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
     DeviceGuard on_device;
-    TUNABLE_RETURN_IF_ERROR(on_context_device(ctx, &on_device));
+    TUNABLE_RETURN_IF_ERROR(on_device.use(ctx.device()));
     TunableOp<GemmArgs>* op = nullptr;
     TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
     return op->run(GemmArgs{desc, operands}, stream);
@@ -65,7 +59,7 @@ Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution) {
   return guarded("tune_gemm", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(desc));
     DeviceGuard on_device;
-    TUNABLE_RETURN_IF_ERROR(on_context_device(ctx, &on_device));
+    TUNABLE_RETURN_IF_ERROR(on_device.use(ctx.device()));
     TunableOp<GemmArgs>* op = nullptr;
     TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
     return op->tune(GemmArgs{desc, GemmOperands{}}, solution);

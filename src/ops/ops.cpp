@@ -40,7 +40,7 @@ Status require_cuda(Context& ctx, DeviceGuard* g) {
   if (ctx.device().kind != DeviceKind::kCuda)
     return Status(StatusCode::kNotSupported,
                   fmt::format("fused ops run on CUDA devices; this context is for {}", ctx.device().to_string()));
-  return g->set(ctx.device().ordinal);
+  return g->use(ctx.device());
 }
 
 TunableOp<NormArgs>& norm_op(ContextImpl& c, const NormProblem& p) {
