@@ -6,9 +6,10 @@
 //                        memory chain alone costs;
 //   warpreduce_*, blockreduce_*  the same with a sum of squares the output depends on, reduced over
 //                        the warp (shuffles) or the block (shuffles, shared memory, a barrier);
-//   rms_*                the library's register and cluster launch configurations.
+//   rms_*                the library's register, staged and cluster launch configurations;
+//   rms_s<S>_*           the streaming kernel, S blocks per SM walking the rows (NOTES-fused round 11).
 //
-//   tunable_norm_chain [--rows 1,16,64] [--hidden 4096,8192,16384] [--reps 20] [--csv out.csv]
+//   tunable_norm_chain [--rows 1,16,64] [--hidden 4096,8192,16384] [--reps 20] [--csv out.csv] [--only rms_s,..]
 #include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
 
@@ -135,6 +136,30 @@ std::vector<Variant> variants(int hidden) {
       out.push_back(v);
     }
   }
+  for (int t : {512, 1024}) {
+    Variant v;
+    v.name = "rms_staged_t" + std::to_string(t);
+    v.launch.staged = true;
+    v.launch.threads_per_row = t;
+    out.push_back(v);
+  }
+  // The streaming kernel (a fixed grid of `s` blocks per SM walking the rows), with and without the
+  // L2 prefetch of the row after the next.
+  for (int s : {1, 2}) {
+    for (int t : {256, 512, 1024}) {
+      const int items = nvec / t;
+      if (nvec % t || (items != 1 && items != 2 && items != 4) || s * t > 2048) continue;
+      for (bool ahead : {true, false}) {
+        Variant v;
+        v.name = "rms_s" + std::to_string(s) + "_t" + std::to_string(t) + "_i" + std::to_string(items) + (ahead ? "" : "_nol2");
+        v.launch.threads_per_row = t;
+        v.launch.items = items;
+        v.launch.stream = s;
+        v.launch.stream_l2_ahead = ahead;
+        out.push_back(v);
+      }
+    }
+  }
   for (int c : {2, 4, 8}) {
     for (int items : {1, 2}) {
       const int t = nvec / c / items;
@@ -167,6 +192,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps)->capture_default_str();
   app.add_option("--calls", calls_min, "calls per graph (rounded up to whole rotations)")->capture_default_str();
   app.add_option("--csv", csv_path);
+  std::vector<std::string> only;
+  app.add_option("--only", only, "run only variants whose names start with one of these")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   try {
     check(cudaSetDevice(0), "cudaSetDevice");
@@ -207,6 +234,8 @@ int main(int argc, char** argv) {
         };
         const std::size_t calls = copies * ((calls_min + copies - 1) / copies);
         for (const Variant& v : variants(h)) {
+          if (!only.empty() && std::none_of(only.begin(), only.end(), [&](const std::string& o) { return v.name.rfind(o, 0) == 0; }))
+            continue;
           auto call = [&](std::size_t i) {
             const kernels::RmsNormParams p = params(i);
             if (v.noreduce >= 0) {

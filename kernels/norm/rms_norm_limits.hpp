@@ -13,6 +13,13 @@ constexpr int rms_norm_max_threads(int bytes_per_thread) {
   return bytes_per_thread <= 32 ? 1024 : 512;
 }
 
+/// Most threads per block of the streaming kernel at `items` vectors per thread (its
+/// __launch_bounds__: two rows of x and residual and the weight live in registers).
+constexpr int rms_norm_stream_max_threads(int items) { return items <= 2 ? 1024 : 512; }
+
+/// Blocks per SM the streaming kernel's grid is sized by (its tuning candidates).
+inline constexpr int kRmsNormStreamBlocks[] = {1, 2, 4};
+
 /// Threads per block of the activation kernel (its __launch_bounds__).
 inline constexpr int kActMaxThreads = 1024;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "kernels/norm/rms_norm_limits.hpp"
 #include "ops/ops_args.hpp"
@@ -28,6 +29,11 @@ bool is_items(int items, bool act) {
 bool threads_ok(int t) { return t >= 32 && t <= 1024 && t % 32 == 0; }
 
 bool is_cluster(int c) { return c == 2 || c == 4 || c == 8; }
+
+bool is_stream(int s) {
+  return std::find(std::begin(kernels::kRmsNormStreamBlocks), std::end(kernels::kRmsNormStreamBlocks), s) !=
+         std::end(kernels::kRmsNormStreamBlocks);
+}
 
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
@@ -76,6 +82,7 @@ std::string config_name(const NormConfig& c) {
   const char* v = c.vec16 ? "vec16" : "scalar";
   if (c.staged) return fmt::format("rms_{}_staged_t{}", v, c.threads_per_row);
   if (c.cluster > 1) return fmt::format("rms_{}_c{}_t{}_i{}", v, c.cluster, c.threads_per_row, c.items);
+  if (c.stream > 0) return fmt::format("rms_{}_s{}_t{}_i{}", v, c.stream, c.threads_per_row, c.items);
   return fmt::format("rms_{}_t{}_r{}_i{}{}", v, c.threads_per_row, c.rows_per_block, c.items,
                      c.early_weight ? "_ew" : "");
 }
@@ -103,6 +110,15 @@ std::optional<NormConfig> parse_norm_config(std::string_view name) {
         !parse_field(tok[3], 't', &c.threads_per_row) || !parse_field(tok[4], 'i', &c.items))
       return std::nullopt;
     if (!is_cluster(c.cluster) || !threads_ok(c.threads_per_row) || c.items > 2) return std::nullopt;
+    return c;
+  }
+  if (!tok[2].empty() && tok[2][0] == 's') {
+    if (!c.vec16 || tok.size() != 5 || !parse_field(tok[2], 's', &c.stream) ||
+        !parse_field(tok[3], 't', &c.threads_per_row) || !parse_field(tok[4], 'i', &c.items))
+      return std::nullopt;
+    if (!is_stream(c.stream) || !threads_ok(c.threads_per_row) || c.items > 4 || !is_items(c.items, true) ||
+        c.threads_per_row > kernels::rms_norm_stream_max_threads(c.items))
+      return std::nullopt;
     return c;
   }
   if (tok.size() == 6) {
@@ -180,9 +196,21 @@ Status config_fits(const NormArgs& a, const NormConfig& c) {
     }
   }
   if (c.staged) return Status::ok();
-  if ((c.cluster > 1 || c.early_weight) && !c.vec16)
-    return unsupported("cluster and early-weight candidates need 16-byte vectors");
+  if ((c.cluster > 1 || c.early_weight || c.stream > 0) && !c.vec16)
+    return unsupported("cluster, early-weight and streaming candidates need 16-byte vectors");
   const std::int64_t nvec = p.hidden / vec;
+  if (c.stream > 0) {
+    if (!is_stream(c.stream)) return unsupported(fmt::format("streaming blocks per SM {} not in 1, 2, 4", c.stream));
+    if (c.items != 1 && c.items != 2 && c.items != 4)
+      return unsupported(fmt::format("streaming items {} not in 1, 2, 4", c.items));
+    if (c.threads_per_row > kernels::rms_norm_stream_max_threads(c.items))
+      return unsupported(fmt::format("{} threads per block exceed the streaming kernel's limit of {} at {} items",
+                                     c.threads_per_row, kernels::rms_norm_stream_max_threads(c.items), c.items));
+    if (ceil_div(nvec, c.items) > c.threads_per_row)
+      return unsupported(fmt::format("hidden {} needs {} vectors per row, more than {} threads x {} items",
+                                     p.hidden, nvec, c.threads_per_row, c.items));
+    return Status::ok();
+  }
   if (c.cluster > 1) {
     if (!is_cluster(c.cluster)) return unsupported(fmt::format("cluster {} not in 2, 4, 8", c.cluster));
     if (c.items != 1 && c.items != 2) return unsupported(fmt::format("cluster items {} not in 1, 2", c.items));
@@ -348,6 +376,22 @@ std::vector<NormConfig> candidate_configs(const NormArgs& a) {
         c.items = items;
         const std::int64_t tpb = round_up(ceil_div(ceil_div(nvec, cluster), items), 32);
         if (tpb < 64 || tpb > norm_max_threads(c, p.dtype)) continue;
+        c.threads_per_row = static_cast<int>(tpb);
+        out.push_back(c);
+      }
+    }
+  }
+  // Many rows of long rows: a fixed grid of 1-4 blocks per SM walking the rows with the next row in
+  // flight (NOTES-fused round 11: ahead of the one-row-per-block kernels at 1024 rows of 16384).
+  if (vec16 && rows >= 512 && nvec > 256) {
+    for (int s : kernels::kRmsNormStreamBlocks) {
+      for (int items : {1, 2, 4}) {
+        NormConfig c;
+        c.vec16 = true;
+        c.stream = s;
+        c.items = items;
+        const std::int64_t tpb = round_up(ceil_div(nvec, items), 32);
+        if (tpb < 128 || tpb > kernels::rms_norm_stream_max_threads(items)) continue;
         c.threads_per_row = static_cast<int>(tpb);
         out.push_back(c);
       }

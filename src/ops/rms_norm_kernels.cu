@@ -31,6 +31,7 @@ Status launch_fused_op(const NormArgs& a, const NormConfig& c, Stream stream) {
   l.items = c.items;
   l.early_weight = c.early_weight;
   l.cluster = c.cluster;
+  l.stream = c.stream;
   TUNABLE_CUDA_CHECK(kernels::launch_rms_norm(p, a.prob.dtype, l, stream));
   return Status::ok();
 }

@@ -449,7 +449,9 @@ std::vector<NormCase> norm_candidate_cases() {
   // (hidden, rows): tiny rows (warp per row), vectorized, scalar (4100), long rows.
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
       {24, 1}, {24, 37}, {24, 1024}, {4096, 1}, {4096, 37}, {4096, 1024},
-      {4100, 37}, {4100, 1024}, {16384, 1}, {16384, 37}, {16384, 256}};
+      {4100, 37}, {4100, 1024}, {16384, 1}, {16384, 37}, {16384, 256},
+      // More rows than a streaming grid's blocks at 4 per SM, not a multiple of them.
+      {8192, 600}};
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32})
     for (auto [h, r] : shapes) {
       out.push_back(NormCase{t, true, NormWeight::kLlama, Fp8Scaling::kNone, r, h});
@@ -483,6 +485,9 @@ TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
   std::vector<std::string> names;
   ASSERT_NO_FATAL_FAILURE(check_every_candidate(run, &names));
   const bool cluster = any_contains(names, "_c"), early = any_contains(names, "_ew");
+  const bool streaming = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return n.rfind("rms_vec16_s", 0) == 0 && n.size() > 11 && n[11] >= '1' && n[11] <= '9';
+  });
   // The new variants must not be filtered out silently where they apply (vec16 rows).
   const NormCase& c = GetParam();
   if (c.hidden % 8 == 0 && c.hidden >= 4096) {
@@ -494,6 +499,7 @@ TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
     ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
     ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
     if (major >= 9 && c.rows <= 256) EXPECT_TRUE(cluster) << "no cluster candidate on an sm_90+ device";
+    if (c.rows > 256) EXPECT_TRUE(streaming) << "no streaming candidate";
   }
 }
 
