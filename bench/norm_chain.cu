@@ -7,9 +7,9 @@
 //   warpreduce_*, blockreduce_*  the same with a sum of squares the output depends on, reduced over
 //                        the warp (shuffles) or the block (shuffles, shared memory, a barrier);
 //   rms_*                the library's register, staged and cluster launch configurations;
-//   rms_s<S>_*           the streaming kernel, S blocks per SM walking the rows (NOTES-fused round 11).
+//   rms_w<W>_*           the streaming kernel, each block walking up to W rows (NOTES-fused round 11).
 //
-//   tunable_norm_chain [--rows 1,16,64] [--hidden 4096,8192,16384] [--reps 20] [--csv out.csv] [--only rms_s,..]
+//   tunable_norm_chain [--rows 1,16,64] [--hidden 4096,8192,16384] [--reps 20] [--csv out.csv] [--only rms_w,..]
 #include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
 
@@ -143,18 +143,18 @@ std::vector<Variant> variants(int hidden) {
     v.launch.threads_per_row = t;
     out.push_back(v);
   }
-  // The streaming kernel (a fixed grid of `s` blocks per SM walking the rows), with and without the
-  // L2 prefetch of the row after the next.
-  for (int s : {1, 2}) {
+  // The streaming kernel (each block walking up to `w` rows), with and without the L2 prefetch of
+  // the row after the next.
+  for (int w : {2, 4, 8, 16}) {
     for (int t : {256, 512, 1024}) {
       const int items = nvec / t;
-      if (nvec % t || (items != 1 && items != 2 && items != 4) || s * t > 2048) continue;
+      if (nvec % t || (items != 1 && items != 2 && items != 4) || (items == 4 && t > 512)) continue;
       for (bool ahead : {true, false}) {
         Variant v;
-        v.name = "rms_s" + std::to_string(s) + "_t" + std::to_string(t) + "_i" + std::to_string(items) + (ahead ? "" : "_nol2");
+        v.name = "rms_w" + std::to_string(w) + "_t" + std::to_string(t) + "_i" + std::to_string(items) + (ahead ? "" : "_nol2");
         v.launch.threads_per_row = t;
         v.launch.items = items;
-        v.launch.stream = s;
+        v.launch.stream = w;
         v.launch.stream_l2_ahead = ahead;
         out.push_back(v);
       }

@@ -15,7 +15,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <set>
@@ -58,9 +57,9 @@ struct RmsNormLaunch {
   /// > 1: the cluster kernel, one row split over `cluster` blocks of `threads_per_row` threads
   /// (a thread-block cluster, sm_90), each thread holding up to `items` vectors.
   int cluster = 1;
-  /// > 0: the streaming kernel, `stream` blocks of `threads_per_row` threads per SM, each walking
-  /// rows blockIdx.x, + gridDim.x, ... with the next row's loads in flight (`items` vectors per
-  /// thread; 16-byte vectors only).
+  /// > 0: the streaming kernel, ceil(rows / `stream`) blocks of `threads_per_row` threads, each
+  /// walking up to `stream` rows (blockIdx.x, + gridDim.x, ...) with the next row's loads in flight
+  /// (`items` vectors per thread; 16-byte vectors only).
   int stream = 0;
   /// Streaming kernel: also prefetch the row after the next one into L2.
   bool stream_l2_ahead = true;
@@ -214,13 +213,11 @@ kernel_rms_norm_regs_ew(const __grid_constant__ RmsNormParams p, int threads_per
   rms_norm_regs_body<T, OutT, VEC, ITEMS, true>(p, threads_per_row);
 }
 
-/// Many rows (NOTES-fused round 11): a fixed grid of a few blocks per SM, each normalizing rows
-/// blockIdx.x, blockIdx.x + gridDim.x, ... . The next row's x and residual are loaded into a second
-/// set of registers before the current row is reduced, and (L2_AHEAD) the row after that is
-/// prefetched into L2, so an SM keeps its loads in flight through its reductions and stores; and
-/// the call ends when each SM has streamed its share, not with the last wave of one-row blocks (a
-/// tail that grows with the row: 1.1 / 2.0 / 3.4 us beyond the copy floor at 1024 rows of
-/// 4096 / 8192 / 16384). The weight is loaded once per block and kept in registers.
+/// Many rows (NOTES-fused round 11): each block normalizes a few rows blockIdx.x, blockIdx.x +
+/// gridDim.x, ... . The next row's x and residual are loaded into a second set of registers before
+/// the current row is reduced, and (L2_AHEAD) the row after that is prefetched into L2, so a block
+/// keeps loads in flight through its reduction and stores, where a one-row block leaves its SM's
+/// share of the bandwidth to the other resident blocks. The weight is loaded once per block.
 template <class T, class OutT, int VEC, int ITEMS, bool L2_AHEAD>
 __global__ void __launch_bounds__(rms_norm_stream_max_threads(ITEMS))
 kernel_rms_norm_stream(const __grid_constant__ RmsNormParams p) {
@@ -554,12 +551,7 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, const RmsNormLaunch& l, cuda
     // The cluster, early-weight and streaming kernels exist for 16-byte vectors only.
     if (l.cluster > 1 || l.early_weight || l.stream > 0) return cudaErrorInvalidValue;
   } else if (l.stream > 0) {
-    if (l.stream > 8) return cudaErrorInvalidValue;
-    int dev = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return e;
-    const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(p.rows, static_cast<std::int64_t>(sms) * l.stream)));
+    const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, static_cast<std::int64_t>(l.stream))));
     const dim3 block(l.threads_per_row);
     switch (l.items * 2 + (l.stream_l2_ahead ? 1 : 0)) {
       case 2: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 1, false>, grid, block, 0, stream, p);

@@ -17,8 +17,8 @@ constexpr int rms_norm_max_threads(int bytes_per_thread) {
 /// __launch_bounds__: two rows of x and residual and the weight live in registers).
 constexpr int rms_norm_stream_max_threads(int items) { return items <= 2 ? 1024 : 512; }
 
-/// Blocks per SM the streaming kernel's grid is sized by (its tuning candidates).
-inline constexpr int kRmsNormStreamBlocks[] = {1, 2, 4};
+/// Rows each block of the streaming kernel walks at most (its tuning candidates).
+inline constexpr int kRmsNormStreamRows[] = {2, 4};
 
 /// Threads per block of the activation kernel (its __launch_bounds__).
 inline constexpr int kActMaxThreads = 1024;

@@ -31,8 +31,8 @@ bool threads_ok(int t) { return t >= 32 && t <= 1024 && t % 32 == 0; }
 bool is_cluster(int c) { return c == 2 || c == 4 || c == 8; }
 
 bool is_stream(int s) {
-  return std::find(std::begin(kernels::kRmsNormStreamBlocks), std::end(kernels::kRmsNormStreamBlocks), s) !=
-         std::end(kernels::kRmsNormStreamBlocks);
+  return std::find(std::begin(kernels::kRmsNormStreamRows), std::end(kernels::kRmsNormStreamRows), s) !=
+         std::end(kernels::kRmsNormStreamRows);
 }
 
 std::vector<std::string> split(std::string_view s, char sep) {
@@ -82,7 +82,7 @@ std::string config_name(const NormConfig& c) {
   const char* v = c.vec16 ? "vec16" : "scalar";
   if (c.staged) return fmt::format("rms_{}_staged_t{}", v, c.threads_per_row);
   if (c.cluster > 1) return fmt::format("rms_{}_c{}_t{}_i{}", v, c.cluster, c.threads_per_row, c.items);
-  if (c.stream > 0) return fmt::format("rms_{}_s{}_t{}_i{}", v, c.stream, c.threads_per_row, c.items);
+  if (c.stream > 0) return fmt::format("rms_{}_w{}_t{}_i{}", v, c.stream, c.threads_per_row, c.items);
   return fmt::format("rms_{}_t{}_r{}_i{}{}", v, c.threads_per_row, c.rows_per_block, c.items,
                      c.early_weight ? "_ew" : "");
 }
@@ -112,8 +112,8 @@ std::optional<NormConfig> parse_norm_config(std::string_view name) {
     if (!is_cluster(c.cluster) || !threads_ok(c.threads_per_row) || c.items > 2) return std::nullopt;
     return c;
   }
-  if (!tok[2].empty() && tok[2][0] == 's') {
-    if (!c.vec16 || tok.size() != 5 || !parse_field(tok[2], 's', &c.stream) ||
+  if (!tok[2].empty() && tok[2][0] == 'w') {
+    if (!c.vec16 || tok.size() != 5 || !parse_field(tok[2], 'w', &c.stream) ||
         !parse_field(tok[3], 't', &c.threads_per_row) || !parse_field(tok[4], 'i', &c.items))
       return std::nullopt;
     if (!is_stream(c.stream) || !threads_ok(c.threads_per_row) || c.items > 4 || !is_items(c.items, true) ||
@@ -200,7 +200,7 @@ Status config_fits(const NormArgs& a, const NormConfig& c) {
     return unsupported("cluster, early-weight and streaming candidates need 16-byte vectors");
   const std::int64_t nvec = p.hidden / vec;
   if (c.stream > 0) {
-    if (!is_stream(c.stream)) return unsupported(fmt::format("streaming blocks per SM {} not in 1, 2, 4", c.stream));
+    if (!is_stream(c.stream)) return unsupported(fmt::format("streaming rows per block {} not in 2, 4", c.stream));
     if (c.items != 1 && c.items != 2 && c.items != 4)
       return unsupported(fmt::format("streaming items {} not in 1, 2, 4", c.items));
     if (c.threads_per_row > kernels::rms_norm_stream_max_threads(c.items))
@@ -209,6 +209,7 @@ Status config_fits(const NormArgs& a, const NormConfig& c) {
     if (ceil_div(nvec, c.items) > c.threads_per_row)
       return unsupported(fmt::format("hidden {} needs {} vectors per row, more than {} threads x {} items",
                                      p.hidden, nvec, c.threads_per_row, c.items));
+    if (ceil_div(p.rows, c.stream) > 0x7fffffff) return unsupported("too many rows for a streaming launch");
     return Status::ok();
   }
   if (c.cluster > 1) {
@@ -381,10 +382,10 @@ std::vector<NormConfig> candidate_configs(const NormArgs& a) {
       }
     }
   }
-  // Many rows of long rows: a fixed grid of 1-4 blocks per SM walking the rows with the next row in
-  // flight (NOTES-fused round 11: ahead of the one-row-per-block kernels at 1024 rows of 16384).
+  // Many rows of long rows: blocks walking 2 or 4 rows each with the next row in flight (NOTES-fused
+  // round 11: ahead of the one-row-per-block kernels at 1024 rows of 8192 and 16384).
   if (vec16 && rows >= 512 && nvec > 256) {
-    for (int s : kernels::kRmsNormStreamBlocks) {
+    for (int s : kernels::kRmsNormStreamRows) {
       for (int items : {1, 2, 4}) {
         NormConfig c;
         c.vec16 = true;

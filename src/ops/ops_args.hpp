@@ -105,7 +105,7 @@ struct NormConfig {
   int items = 1;             ///< vectors cached per thread (1, 2, 4, 8); register kernel only
   bool early_weight = false; ///< register kernel (vec16, items <= 4): weight loads issued with the row's
   int cluster = 1;           ///< 2, 4, 8: a row split over a cluster of blocks (vec16, items 1-2, sm_90)
-  int stream = 0;            ///< 1, 2, 4: the streaming kernel, that many blocks per SM walking the rows (vec16)
+  int stream = 0;            ///< 2, 4: the streaming kernel, each block walking that many rows (vec16)
   bool operator==(const NormConfig& o) const {
     return vec16 == o.vec16 && staged == o.staged && threads_per_row == o.threads_per_row &&
            rows_per_block == o.rows_per_block && items == o.items &&

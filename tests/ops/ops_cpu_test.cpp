@@ -204,15 +204,16 @@ TEST(OpsConfigNames, NormEarlyWeightClusterAndStreamRoundTrip) {
   s.stream = 2;
   s.threads_per_row = 512;
   s.items = 4;
-  EXPECT_EQ(config_name(s), "rms_vec16_s2_t512_i4");
-  back = parse_norm_config("rms_vec16_s2_t512_i4");
+  EXPECT_EQ(config_name(s), "rms_vec16_w2_t512_i4");
+  back = parse_norm_config("rms_vec16_w2_t512_i4");
   ASSERT_TRUE(back.has_value());
   EXPECT_TRUE(*back == s);
   for (const char* bad : {"rms_vec16_t128_r4_i8_ew", "rms_scalar_t128_r4_i4_ew", "rms_vec16_t128_r4_i4_x",
                           "rms_vec16_c3_t256_i1", "rms_vec16_c16_t256_i1", "rms_scalar_c4_t256_i1",
                           "rms_vec16_c4_t256_i4", "rms_vec16_c4_t256", "rms_vec16_c4_r1_t256_i1",
-                          "rms_vec16_s3_t256_i1", "rms_scalar_s2_t256_i1", "rms_vec16_s2_t1024_i4",
-                          "rms_vec16_s2_t256_i8", "rms_vec16_s2_t256_i3", "rms_vec16_s2_t256", "rms_vec16_s0_t256_i1"}) {
+                          "rms_vec16_w3_t256_i1", "rms_scalar_w2_t256_i1", "rms_vec16_w2_t1024_i4",
+                          "rms_vec16_w2_t256_i8", "rms_vec16_w2_t256_i3", "rms_vec16_w2_t256", "rms_vec16_w0_t256_i1",
+                          "rms_vec16_w1_t256_i1", "rms_vec16_w8_t256_i1", "rms_vec16_s2_t256_i1"}) {
     EXPECT_FALSE(parse_norm_config(bad).has_value()) << bad;
   }
 }
@@ -556,13 +557,13 @@ TEST(OpsCandidates, NormStreamingCandidatesFromFiveHundredRows) {
     for (const NormConfig& c : candidate_configs(a)) n += c.stream > 0;
     return n;
   };
-  // bf16 4096: 512 vectors, t512_i1 / t256_i2 / t128_i4 at 1, 2 and 4 blocks per SM.
-  EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 600, 4096)), 9);
+  // bf16 4096: 512 vectors, t512_i1 / t256_i2 / t128_i4 walking 2 or 4 rows.
+  EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 600, 4096)), 6);
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 256, 4096)), 0) << "rows bucket 256";
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 4096, 2048)), 0) << "256 vectors: one block covers the row";
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 4096, 4100)), 0) << "scalar rows";
   // 16384 bf16: 2048 vectors fit only as t1024_i2 and t512_i4.
-  EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 1024, 16384)), 6);
+  EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 1024, 16384)), 4);
 
   NormArgs a = norm_args(DataType::kBF16, true, 1024, 16384);
   NormConfig c;
@@ -576,8 +577,8 @@ TEST(OpsCandidates, NormStreamingCandidatesFromFiveHundredRows) {
   expect_error(config_fits(a, c), StatusCode::kNotSupported, "limit of 512");
   c.threads_per_row = 512;
   c.stream = 3;
-  expect_error(config_fits(a, c), StatusCode::kNotSupported, "not in 1, 2, 4");
-  c.stream = 1;
+  expect_error(config_fits(a, c), StatusCode::kNotSupported, "not in 2, 4");
+  c.stream = 2;
   c.vec16 = false;
   expect_error(config_fits(norm_args(DataType::kBF16, true, 1024, 4100), c), StatusCode::kNotSupported,
                "16-byte vectors");
