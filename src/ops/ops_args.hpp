@@ -10,6 +10,7 @@
 //   rms_<vec16|scalar>_t<threads per row>_r<rows per block>_i<items>
 //   rms_vec16_t<threads per row>_r<rows per block>_i<items>_ew   (weight loaded with the row)
 //   rms_vec16_c<cluster blocks per row>_t<threads per block>_i<items>   (sm_90 cluster)
+//   rms_vec16_w<rows each block walks>_t<threads per block>_i<items>   (streaming)
 //   rms_<vec16|scalar>_staged_t<threads>
 //   act_<vec16|scalar>_t<threads>_i<items>[_fastsigmoid]
 //   act_vec16_t<threads>_i1_r<rows per thread>[_fastsigmoid]

@@ -464,7 +464,8 @@ std::vector<NormCase> norm_candidate_cases() {
   // leave the padding alone), and a 16-byte offset base: where the tuner's dense copies never go.
   for (DataType t : {DataType::kBF16, DataType::kF32}) {
     const std::int64_t pad = 16 / static_cast<std::int64_t>(size_of(t));
-    for (auto [h, r] : std::vector<std::pair<std::int64_t, std::int64_t>>{{24, 37}, {4096, 1}, {4096, 37}, {16384, 37}}) {
+    // 300 rows: the streaming candidates walk padded rows too.
+    for (auto [h, r] : std::vector<std::pair<std::int64_t, std::int64_t>>{{24, 37}, {4096, 1}, {4096, 37}, {16384, 37}, {4096, 300}}) {
       NormCase c{t, true, NormWeight::kLlama, Fp8Scaling::kNone, r, h};
       c.pad = pad;
       out.push_back(c);
@@ -472,6 +473,12 @@ std::vector<NormCase> norm_candidate_cases() {
       c.offset = pad;
       out.push_back(c);
     }
+  }
+  // In place (out = x): the streaming candidates load the next row before storing this one.
+  for (bool fused : {true, false}) {
+    NormCase c{DataType::kBF16, fused, NormWeight::kLlama, Fp8Scaling::kNone, 300, 4096};
+    c.in_place = true;
+    out.push_back(c);
   }
   return out;
 }
@@ -499,7 +506,9 @@ TEST_P(NormCandidatesTest, EveryCandidateMatchesReference) {
     ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
     ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
     if (major >= 9 && c.rows <= 256) EXPECT_TRUE(cluster) << "no cluster candidate on an sm_90+ device";
-    if (c.rows > 256) EXPECT_TRUE(streaming) << "no streaming candidate";
+    // Streaming rows of 257-2048 vectors (two rows of x and residual in registers, <= 1024 threads).
+    const std::int64_t nvec = c.hidden / (16 / static_cast<std::int64_t>(size_of(c.dtype)));
+    if (c.rows > 256 && nvec <= 2048) EXPECT_TRUE(streaming) << "no streaming candidate";
   }
 }
 

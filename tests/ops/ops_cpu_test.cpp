@@ -551,7 +551,7 @@ TEST(OpsCandidates, NewVariantsAreCandidatesWhereTheyShouldBe) {
   for (const ActConfig& c : candidate_configs(act_args(DataType::kBF16, 64, 8192))) EXPECT_EQ(c.rows_per_thread, 1);
 }
 
-TEST(OpsCandidates, NormStreamingCandidatesFromFiveHundredRows) {
+TEST(OpsCandidates, NormStreamingCandidatesAboveTwoHundredFiftySixRows) {
   auto streaming = [](const NormArgs& a) {
     int n = 0;
     for (const NormConfig& c : candidate_configs(a)) n += c.stream > 0;
@@ -559,6 +559,7 @@ TEST(OpsCandidates, NormStreamingCandidatesFromFiveHundredRows) {
   };
   // bf16 4096: 512 vectors, t512_i1 / t256_i2 / t128_i4 walking 2 or 4 rows.
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 600, 4096)), 6);
+  EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 257, 4096)), 6) << "rows bucket 512";
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 256, 4096)), 0) << "rows bucket 256";
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 4096, 2048)), 0) << "256 vectors: one block covers the row";
   EXPECT_EQ(streaming(norm_args(DataType::kBF16, true, 4096, 4100)), 0) << "scalar rows";
