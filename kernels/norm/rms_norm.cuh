@@ -98,13 +98,78 @@ __device__ __forceinline__ float rms_norm_quant_inverse(const RmsNormParams& p, 
   }
 }
 
+/// A row held in registers by a group of threads (thread `t` of `group` holds vectors t, t + group,
+/// ...; ITEMS of them), x already loaded (and the residual in `rv` when p.residual): residual <-
+/// T(x + residual) stored, the sum of squares reduced over the group, the output stored.
+/// `after_squares()` runs between the squares and their reduction (the register kernel issues its
+/// weight loads there); `wv` must hold the weight by the output loop. `live`: false for a group
+/// past the last row, which still takes part in the barriers. `scratch` holds 2 x 32 floats.
+template <class T, class OutT, int VEC, int ITEMS, class AfterSquares>
+__device__ __forceinline__ void rms_norm_row_in_registers(const RmsNormParams& p, std::int64_t row, bool live,
+                                                          int group, int t, Vec<T, VEC> (&xv)[ITEMS],
+                                                          const Vec<T, VEC> (&rv)[ITEMS],
+                                                          const Vec<T, VEC> (&wv)[ITEMS], float (*scratch)[32],
+                                                          AfterSquares&& after_squares) {
+  const int nvec = p.hidden / VEC;
+  const std::int64_t r = live ? row : 0;
+  T* res = p.residual ? static_cast<T*>(p.residual) + r * p.residual_stride : nullptr;
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = i * group + t;
+    if (live && v < nvec) {
+      if (res) {
+        add_residual(xv[i], rv[i]);
+        store_vec(res + v * VEC, xv[i]);
+      }
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float f = to_float(xv[i].v[j]);
+        ss = fmaf(f, f, ss);
+      }
+    }
+  }
+  after_squares();
+  const int group_warps = group >> 5;
+  ss = group_reduce(ss, group_warps, scratch[0], SumOp{});
+  const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+
+  const float qinv = rms_norm_quant_inverse<OutT>(p, row, live && t == 0, group_warps, scratch[1], [&] {
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const int v = i * group + t;
+      if (live && v < nvec) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          amax = fmaxf(amax, fabsf(rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma)));
+      }
+    }
+    return amax;
+  });
+
+  OutT* out = static_cast<OutT*>(p.out) + r * p.out_stride;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int v = i * group + t;
+    if (live && v < nvec) {
+      Vec<OutT, VEC> o;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float y = rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma);
+        o.v[j] = from_float<OutT>(kIsFp8<OutT> ? y * qinv : y);
+      }
+      store_vec(out + v * VEC, o);
+    }
+  }
+}
+
 // ---- kernels ----------------------------------------------------------------------------------------
 
 /// The register kernel's body; EARLY_W: the weight's loads are issued with the row's.
 template <class T, class OutT, int VEC, int ITEMS, bool EARLY_W>
 __device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int threads_per_row) {
   using V = Vec<T, VEC>;
-  using VO = Vec<OutT, VEC>;
   __shared__ float scratch[2][32];
   pdl_prologue([&] {
     const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / threads_per_row);
@@ -116,7 +181,6 @@ __device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int t
     prefetch_l2_share(p.weight, bytes);
   });
   const int group = threads_per_row;
-  const int group_warps = group >> 5;
   const int t = threadIdx.x % group;
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
@@ -140,60 +204,15 @@ __device__ __forceinline__ void rms_norm_regs_body(const RmsNormParams& p, int t
       if constexpr (EARLY_W) wv[i] = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
     }
   }
-  float ss = 0.0f;
+  rms_norm_row_in_registers<T, OutT, VEC, ITEMS>(p, row, live, group, t, xv, rv, wv, scratch, [&] {
+    if constexpr (!EARLY_W) {
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int v = i * group + t;
-    if (live && v < nvec) {
-      if (res) {
-        add_residual(xv[i], rv[i]);
-        store_vec(res + v * VEC, xv[i]);
-      }
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const float f = to_float(xv[i].v[j]);
-        ss = fmaf(f, f, ss);
+      for (int i = 0; i < ITEMS; ++i) {
+        const int v = i * group + t;
+        if (live && v < nvec) wv[i] = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
       }
     }
-  }
-  if constexpr (!EARLY_W) {
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int v = i * group + t;
-      if (live && v < nvec) wv[i] = load_vec<V, LoadPolicy::kReadOnly>(w + v * VEC);
-    }
-  }
-  ss = group_reduce(ss, group_warps, scratch[0], SumOp{});
-  const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
-
-  const float qinv = rms_norm_quant_inverse<OutT>(p, row, live && t == 0, group_warps, scratch[1], [&] {
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int v = i * group + t;
-      if (live && v < nvec) {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-          amax = fmaxf(amax, fabsf(rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma)));
-      }
-    }
-    return amax;
   });
-
-  OutT* out = static_cast<OutT*>(p.out) + r * p.out_stride;
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int v = i * group + t;
-    if (live && v < nvec) {
-      VO o;
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const float y = rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma);
-        o.v[j] = from_float<OutT>(kIsFp8<OutT> ? y * qinv : y);
-      }
-      store_vec(out + v * VEC, o);
-    }
-  }
 }
 
 template <class T, class OutT, int VEC, int ITEMS>
@@ -222,7 +241,6 @@ template <class T, class OutT, int VEC, int ITEMS, bool L2_AHEAD>
 __global__ void __launch_bounds__(rms_norm_stream_max_threads(ITEMS))
 kernel_rms_norm_stream(const __grid_constant__ RmsNormParams p) {
   using V = Vec<T, VEC>;
-  using VO = Vec<OutT, VEC>;
   // Two sets, alternated per row: a warp that runs ahead into the next row's reduction writes the
   // other set while slower warps still read this one (group_reduce has one barrier).
   __shared__ float scratch[2][2][32];
@@ -235,7 +253,6 @@ kernel_rms_norm_stream(const __grid_constant__ RmsNormParams p) {
   });
   const int t = threadIdx.x;
   const int group = blockDim.x;
-  const int warps = group >> 5;
   const int nvec = p.hidden / VEC;
   const T* w = static_cast<const T*>(p.weight);
 
@@ -270,52 +287,7 @@ kernel_rms_norm_stream(const __grid_constant__ RmsNormParams p) {
         if (p.residual) prefetch_l2(static_cast<const T*>(p.residual) + ahead * p.residual_stride, bytes);
       }
     }
-    T* res = p.residual ? static_cast<T*>(p.residual) + row * p.residual_stride : nullptr;
-    float ss = 0.0f;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int v = i * group + t;
-      if (v < nvec) {
-        if (res) {
-          add_residual(xv[i], rv[i]);
-          store_vec(res + v * VEC, xv[i]);
-        }
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const float f = to_float(xv[i].v[j]);
-          ss = fmaf(f, f, ss);
-        }
-      }
-    }
-    ss = group_reduce(ss, warps, scratch[it & 1][0], SumOp{});
-    const float inv_rms = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
-    const float qinv = rms_norm_quant_inverse<OutT>(p, row, t == 0, warps, scratch[it & 1][1], [&] {
-      float amax = 0.0f;
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int v = i * group + t;
-        if (v < nvec) {
-#pragma unroll
-          for (int j = 0; j < VEC; ++j)
-            amax = fmaxf(amax, fabsf(rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma)));
-        }
-      }
-      return amax;
-    });
-    OutT* out = static_cast<OutT*>(p.out) + row * p.out_stride;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int v = i * group + t;
-      if (v < nvec) {
-        VO o;
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const float y = rms_norm_value(xv[i].v[j], wv[i].v[j], inv_rms, p.gemma);
-          o.v[j] = from_float<OutT>(kIsFp8<OutT> ? y * qinv : y);
-        }
-        store_vec(out + v * VEC, o);
-      }
-    }
+    rms_norm_row_in_registers<T, OutT, VEC, ITEMS>(p, row, true, group, t, xv, rv, wv, scratch[it & 1], [] {});
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       xv[i] = xn[i];

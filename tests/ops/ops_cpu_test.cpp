@@ -157,24 +157,26 @@ TEST(OpsSignature, RowsBucket) {
 
 // ---- candidate names ------------------------------------------------------------------------------
 
+/// `c` is named `name`, and `name` parses back to `c`.
+void expect_norm_round_trip(const NormConfig& c, const char* name) {
+  EXPECT_EQ(config_name(c), name);
+  const auto back = parse_norm_config(name);
+  ASSERT_TRUE(back.has_value()) << name;
+  EXPECT_TRUE(*back == c) << name;
+}
+
 TEST(OpsConfigNames, NormRoundTrip) {
   NormConfig c;
   c.vec16 = true;
   c.threads_per_row = 256;
   c.rows_per_block = 2;
   c.items = 4;
-  EXPECT_EQ(config_name(c), "rms_vec16_t256_r2_i4");
-  auto back = parse_norm_config("rms_vec16_t256_r2_i4");
-  ASSERT_TRUE(back.has_value());
-  EXPECT_TRUE(*back == c);
+  expect_norm_round_trip(c, "rms_vec16_t256_r2_i4");
   NormConfig s;
   s.vec16 = false;
   s.staged = true;
   s.threads_per_row = 1024;
-  EXPECT_EQ(config_name(s), "rms_scalar_staged_t1024");
-  back = parse_norm_config("rms_scalar_staged_t1024");
-  ASSERT_TRUE(back.has_value());
-  EXPECT_TRUE(*back == s);
+  expect_norm_round_trip(s, "rms_scalar_staged_t1024");
   for (const char* bad : {"Default", "rms_vec16_t250_r1_i2", "rms_vec16_t256_r1_i3", "rms_vec16_t0256_r1_i2",
                           "rms_vec8_t256_r1_i2", "rms_vec16_t1024_r2_i1", "rms_vec16_t256_r1", "rms_vec16_staged",
                           "rms_vec16_staged_t2048", "rms_vec16_t256_r0_i1", "act_vec16_t256_i1", ""}) {
@@ -188,26 +190,17 @@ TEST(OpsConfigNames, NormEarlyWeightClusterAndStreamRoundTrip) {
   e.rows_per_block = 4;
   e.items = 4;
   e.early_weight = true;
-  EXPECT_EQ(config_name(e), "rms_vec16_t128_r4_i4_ew");
-  auto back = parse_norm_config("rms_vec16_t128_r4_i4_ew");
-  ASSERT_TRUE(back.has_value());
-  EXPECT_TRUE(*back == e);
+  expect_norm_round_trip(e, "rms_vec16_t128_r4_i4_ew");
   NormConfig k;
   k.cluster = 4;
   k.threads_per_row = 256;
   k.items = 2;
-  EXPECT_EQ(config_name(k), "rms_vec16_c4_t256_i2");
-  back = parse_norm_config("rms_vec16_c4_t256_i2");
-  ASSERT_TRUE(back.has_value());
-  EXPECT_TRUE(*back == k);
+  expect_norm_round_trip(k, "rms_vec16_c4_t256_i2");
   NormConfig s;
   s.stream = 2;
   s.threads_per_row = 512;
   s.items = 4;
-  EXPECT_EQ(config_name(s), "rms_vec16_w2_t512_i4");
-  back = parse_norm_config("rms_vec16_w2_t512_i4");
-  ASSERT_TRUE(back.has_value());
-  EXPECT_TRUE(*back == s);
+  expect_norm_round_trip(s, "rms_vec16_w2_t512_i4");
   for (const char* bad : {"rms_vec16_t128_r4_i8_ew", "rms_scalar_t128_r4_i4_ew", "rms_vec16_t128_r4_i4_x",
                           "rms_vec16_c3_t256_i1", "rms_vec16_c16_t256_i1", "rms_scalar_c4_t256_i1",
                           "rms_vec16_c4_t256_i4", "rms_vec16_c4_t256", "rms_vec16_c4_r1_t256_i1",
