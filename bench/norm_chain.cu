@@ -143,21 +143,18 @@ std::vector<Variant> variants(int hidden) {
     v.launch.threads_per_row = t;
     out.push_back(v);
   }
-  // The streaming kernel (each block walking up to `w` rows), with and without the L2 prefetch of
-  // the row after the next.
+  // The streaming kernel (each block walking up to `w` rows). Its L2 prefetch of the row after the
+  // next is always on (round 11 measured it on and off: `bench/results/2026-11-26-h100-fused-round11`).
   for (int w : {2, 4, 8, 16}) {
     for (int t : {256, 512, 1024}) {
       const int items = nvec / t;
       if (nvec % t || (items != 1 && items != 2 && items != 4) || (items == 4 && t > 512)) continue;
-      for (bool ahead : {true, false}) {
-        Variant v;
-        v.name = "rms_w" + std::to_string(w) + "_t" + std::to_string(t) + "_i" + std::to_string(items) + (ahead ? "" : "_nol2");
-        v.launch.threads_per_row = t;
-        v.launch.items = items;
-        v.launch.stream = w;
-        v.launch.stream_l2_ahead = ahead;
-        out.push_back(v);
-      }
+      Variant v;
+      v.name = "rms_w" + std::to_string(w) + "_t" + std::to_string(t) + "_i" + std::to_string(items);
+      v.launch.threads_per_row = t;
+      v.launch.items = items;
+      v.launch.stream = w;
+      out.push_back(v);
     }
   }
   for (int c : {2, 4, 8}) {

@@ -61,8 +61,6 @@ struct RmsNormLaunch {
   /// walking up to `stream` rows (blockIdx.x, + gridDim.x, ...) with the next row's loads in flight
   /// (`items` vectors per thread; 16-byte vectors only).
   int stream = 0;
-  /// Streaming kernel: also prefetch the row after the next one into L2.
-  bool stream_l2_ahead = true;
 };
 
 // ---- device helpers ---------------------------------------------------------------------------------
@@ -234,10 +232,10 @@ kernel_rms_norm_regs_ew(const __grid_constant__ RmsNormParams p, int threads_per
 
 /// Many rows (NOTES-fused round 11): each block normalizes a few rows blockIdx.x, blockIdx.x +
 /// gridDim.x, ... . The next row's x and residual are loaded into a second set of registers before
-/// the current row is reduced, and (L2_AHEAD) the row after that is prefetched into L2, so a block
+/// the current row is reduced, and the row after that is prefetched into L2, so a block
 /// keeps loads in flight through its reduction and stores, where a one-row block leaves its SM's
 /// share of the bandwidth to the other resident blocks. The weight is loaded once per block.
-template <class T, class OutT, int VEC, int ITEMS, bool L2_AHEAD>
+template <class T, class OutT, int VEC, int ITEMS>
 __global__ void __launch_bounds__(rms_norm_stream_max_threads(ITEMS))
 kernel_rms_norm_stream(const __grid_constant__ RmsNormParams p) {
   using V = Vec<T, VEC>;
@@ -280,12 +278,10 @@ kernel_rms_norm_stream(const __grid_constant__ RmsNormParams p) {
     const std::int64_t next = row + gridDim.x;
     V xn[ITEMS], rn[ITEMS];
     if (next < p.rows) load_row(next, xn, rn);
-    if constexpr (L2_AHEAD) {
-      const std::int64_t ahead = next + gridDim.x;
-      if (ahead < p.rows) {
-        prefetch_l2(static_cast<const T*>(p.x) + ahead * p.x_stride, bytes);
-        if (p.residual) prefetch_l2(static_cast<const T*>(p.residual) + ahead * p.residual_stride, bytes);
-      }
+    const std::int64_t ahead = next + gridDim.x;
+    if (ahead < p.rows) {
+      prefetch_l2(static_cast<const T*>(p.x) + ahead * p.x_stride, bytes);
+      if (p.residual) prefetch_l2(static_cast<const T*>(p.residual) + ahead * p.residual_stride, bytes);
     }
     rms_norm_row_in_registers<T, OutT, VEC, ITEMS>(p, row, true, group, t, xv, rv, wv, scratch[it & 1], [] {});
 #pragma unroll
@@ -525,13 +521,10 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, const RmsNormLaunch& l, cuda
   } else if (l.stream > 0) {
     const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, static_cast<std::int64_t>(l.stream))));
     const dim3 block(l.threads_per_row);
-    switch (l.items * 2 + (l.stream_l2_ahead ? 1 : 0)) {
-      case 2: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 1, false>, grid, block, 0, stream, p);
-      case 3: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 1, true>, grid, block, 0, stream, p);
-      case 4: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 2, false>, grid, block, 0, stream, p);
-      case 5: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 2, true>, grid, block, 0, stream, p);
-      case 8: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 4, false>, grid, block, 0, stream, p);
-      case 9: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 4, true>, grid, block, 0, stream, p);
+    switch (l.items) {
+      case 1: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 1>, grid, block, 0, stream, p);
+      case 2: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 2>, grid, block, 0, stream, p);
+      case 4: return launch_kernel(kernel_rms_norm_stream<T, OutT, VEC, 4>, grid, block, 0, stream, p);
       default: return cudaErrorInvalidValue;
     }
   } else if (l.cluster > 1) {
