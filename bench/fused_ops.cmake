@@ -3,7 +3,7 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 add_executable(tunable_fused_bench
   ${CMAKE_CURRENT_LIST_DIR}/fused_ops_bench.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/empty_kernel.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/reference_kernels.cu)
 target_include_directories(tunable_fused_bench PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR})
 target_link_libraries(tunable_fused_bench PRIVATE tunable CLI11::CLI11 nlohmann_json::nlohmann_json
                                                   fmt::fmt-header-only CUDA::cudart)

@@ -8,7 +8,9 @@
 //          compares this with the anchors' do_bench time (an event pair per call, which adds ~2.5 us).
 // Against: the copy-bandwidth floor (bytes moved / device-to-device copy bandwidth measured in the
 // same run, read + write) and an empty kernel timed the same two ways (for rows <= 64, whose target
-// is a ratio to it, next to each row in alternating order). Writes fused_ops.csv,
+// is a ratio to it, next to each row in alternating order) together with a kernel that moves the op's
+// bytes and nothing else (reference_kernels.cu), so a ratio miss the bytes force is told apart from
+// one the op's own work causes. Writes fused_ops.csv,
 // fused_ops.json and fused_ops.md to --out (and the tuning results file tunable_results0.csv).
 //
 //   tunable_fused_bench --out DIR [--ops add_rmsnorm,silu_and_mul] [--dtype bf16] [--quick]
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -40,6 +43,8 @@
 namespace tunable::bench {
 
 cudaError_t launch_empty_kernel(cudaStream_t stream, bool pdl);
+cudaError_t launch_same_bytes(const void* in, void* out, std::int64_t n_out, int ratio, int threads, int items,
+                              cudaStream_t stream);
 
 namespace {
 
@@ -180,6 +185,84 @@ class Instance {
 
 using Call = std::function<void(std::size_t)>;
 
+/// The op's bytes moved by a kernel that does nothing else (launch_same_bytes), on rotated copies
+/// like the op's: reads x (and the residual), writes the output (and the residual); the norm weight,
+/// read once per row from L1 / L2, is left out, so this is a bound from below. Available where the
+/// read bytes are 1, 2 or 4 times the written ones (not the FP8 outputs of a norm).
+class SameBytes {
+ public:
+  SameBytes(const OpSpec& op, DataType t, std::int64_t rows, std::int64_t hidden, std::size_t target_bytes) {
+    const std::size_t es = size_of(t), oes = op.fp8 == Fp8Scaling::kNone ? es : 1;
+    const std::size_t n = static_cast<std::size_t>(rows) * hidden;
+    const std::size_t in = op.act ? 2 * n * es : (op.fused ? 2 : 1) * n * es;
+    const std::size_t out = op.act ? n * oes : n * oes + (op.fused ? n * es : 0);
+    if (out == 0 || out % 16 != 0 || in % out != 0) return;
+    ratio_ = static_cast<int>(in / out);
+    if (ratio_ != 1 && ratio_ != 2 && ratio_ != 4) {
+      ratio_ = 0;
+      return;
+    }
+    n_out_ = static_cast<std::int64_t>(out / 16);
+    o_out_ = (in + 255) / 256 * 256;
+    per_copy_ = o_out_ + (out + 255) / 256 * 256;
+    copies_ = std::max<std::size_t>(2, std::min<std::size_t>(4096, target_bytes / per_copy_ + 1));
+    check(data_.allocate(per_copy_ * copies_), "allocating the same-bytes copies");
+    check(fill_random(data_.get(), DataType::kF32, per_copy_ * copies_ / 4, 7, 1.0f, nullptr), "fill_random");
+    check(cudaDeviceSynchronize(), "fill");
+  }
+
+  bool available() const { return ratio_ > 0; }
+  std::size_t copies() const { return copies_; }
+
+  /// The fastest launch shape in graphs of `calls` calls; the calls of `call` use it from then on.
+  std::string pick(cudaStream_t s, std::size_t calls, int reps) {
+    double best = INFINITY;
+    for (const auto& [threads, items] : std::vector<std::pair<int, int>>{{128, 1}, {256, 1}, {256, 2}, {256, 4},
+                                                                         {512, 1}, {512, 2}, {1024, 1}}) {
+      threads_ = threads, items_ = items;
+      const double us = graph_us(s, calls, [&](std::size_t i) { call(i, s); }, reps);
+      if (us < best) best = us, best_threads_ = threads, best_items_ = items;
+    }
+    threads_ = best_threads_, items_ = best_items_;
+    verify(s);
+    return fmt::format("t{}_i{}", threads_, items_);
+  }
+
+  /// The picked shape writes every output vector as the XOR of its inputs (checked on copy 0, its
+  /// output poisoned first): a reference that skipped bytes would flatter the floor it stands for.
+  void verify(cudaStream_t s) const {
+    const std::size_t n_out = static_cast<std::size_t>(n_out_);
+    std::vector<std::uint32_t> in(4 * n_out * ratio_), out(4 * n_out);
+    check(cudaMemsetAsync(data_.as<char>() + o_out_, 0xff, 16 * n_out, s), "poisoning the same-bytes output");
+    call(0, s);
+    check(cudaMemcpyAsync(in.data(), data_.get(), in.size() * 4, cudaMemcpyDeviceToHost, s), "same-bytes input");
+    check(cudaMemcpyAsync(out.data(), data_.as<char>() + o_out_, out.size() * 4, cudaMemcpyDeviceToHost, s),
+          "same-bytes output");
+    check(cudaStreamSynchronize(s), "same-bytes check");
+    for (std::size_t j = 0; j < n_out; ++j) {
+      for (int w = 0; w < 4; ++w) {
+        std::uint32_t want = 0;
+        for (int k = 0; k < ratio_; ++k) want ^= in[(j * ratio_ + k) * 4 + w];
+        if (out[j * 4 + w] != want)
+          throw std::runtime_error(fmt::format("same-bytes kernel t{}_i{}: output vector {} of {} is wrong",
+                                               threads_, items_, j, n_out));
+      }
+    }
+  }
+
+  void call(std::size_t i, cudaStream_t s) const {
+    char* base = data_.as<char>() + (i % copies_) * per_copy_;
+    check(launch_same_bytes(base, base + o_out_, n_out_, ratio_, threads_, items_, s),
+          "same-bytes kernel");
+  }
+
+ private:
+  int ratio_ = 0, threads_ = 256, items_ = 1, best_threads_ = 256, best_items_ = 1;
+  std::int64_t n_out_ = 0;
+  std::size_t o_out_ = 0, per_copy_ = 0, copies_ = 1;
+  DeviceBuffer data_;
+};
+
 /// Per-call time of `iters` back-to-back launches (EventTimer: primed queue, events every 8 calls); median.
 double b2b_us(cudaStream_t s, std::size_t iters, const Call& call) {
   for (std::size_t i = 0; i < std::min<std::size_t>(iters, 8); ++i) call(i);  // warm-up
@@ -316,12 +399,13 @@ int run(const Args& args) {
   std::ofstream csv(std::filesystem::path(args.out) / "fused_ops.csv");
   csv << "op,dtype,rows,hidden,cols,solution,bytes,floor_us,graph_us,b2b_us,eff_graph,eff_b2b,"
          "graph_over_empty,copies,anchor_compiled_us,torch_compiled_graph_us,speedup_vs_compiled,b2b_over_empty,"
-         "empty_graph_us,empty_b2b_us\n";
+         "empty_graph_us,empty_b2b_us,copy_shape,copy_graph_us,copy_b2b_us\n";
   std::string md = fmt::format(
       "# Fused ops on {}\n\ncopy bandwidth {:.3f} TB/s; empty kernel {:.2f} us (graph), {:.2f} us "
       "(back-to-back), {:.2f} us (graph, launched with PDL as the fused ops are); dtype {}. Rows <= 64: the "
-      "row and the empty kernel timed next to each other, four rounds alternating which goes first, "
-      "medians (the ratios and targets use that empty kernel, whose times are in fused_ops.csv / .json)\n\n"
+      "row and the empty kernel timed next to each other, four rounds rotating which goes first, "
+      "medians (the ratios and targets use that empty kernel, whose times are in fused_ops.csv / .json); "
+      "with them a kernel moving the op's bytes and nothing else (a miss shows its ratio as `copy`)\n\n"
       "| op | [rows, cols] | solution | graph us | b2b us | floor us | eff (graph) | / empty (graph) | "
       "/ empty (b2b) | torch.compile us | speedup | targets |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       prop.name, bw / 1e12, empty_graph, empty_b2b, empty_pdl_graph, short_name(*dtype));
@@ -340,23 +424,37 @@ int run(const Args& args) {
         const std::size_t b2b_iters = std::max<std::size_t>(args.b2b_iters, inst.copies());
         double g = 0, b = 0;
         // The <= 64-row target compares two few-us times, so the empty kernel is timed next to each such
-        // row, in four rounds that alternate which goes first (medians), not once at the start: minutes
+        // row, in four rounds that rotate which goes first (medians), not once at the start: minutes
         // apart, clocks and the launch path drift by a few percent, the size of the margins here.
         double eg = empty_graph, eb = empty_b2b;
+        // With them, the op's bytes moved by a kernel that does nothing else (its fastest launch shape),
+        // timed the same ways in the same rounds: the ratio any kernel moving these bytes reaches.
+        double cg = NAN, cb = NAN;
+        std::string copy_shape;
         if (r <= 64) {
-          std::vector<double> gs, bs, egs, ebs;
+          SameBytes copy(op, *dtype, r, h, 2 * l2);
+          const std::size_t copy_graph = copy.copies() * ((args.graph_calls + copy.copies() - 1) / copy.copies());
+          if (copy.available()) copy_shape = copy.pick(s, copy_graph, args.reps);
+          const Call copy_call = [&](std::size_t i) { copy.call(i, s); };
+          std::vector<double> gs, bs, egs, ebs, cgs, cbs;
           for (int round = 0; round < 4; ++round) {
-            for (int side = 0; side < 2; ++side) {
-              if ((side == 0) == (round % 2 == 0)) {
+            // Each round starts with another of the three (row, empty kernel, copy).
+            for (int k = 0; k < 3; ++k) {
+              const int which = (round + k) % 3;
+              if (which == 0) {
                 gs.push_back(graph_us(s, per_graph, call, args.reps));
                 bs.push_back(b2b_us(s, b2b_iters, call));
-              } else {
+              } else if (which == 1) {
                 egs.push_back(graph_us(s, empty_calls, empty, args.reps));
                 ebs.push_back(b2b_us(s, empty_calls, empty));
+              } else if (copy.available()) {
+                cgs.push_back(graph_us(s, copy_graph, copy_call, args.reps));
+                cbs.push_back(b2b_us(s, std::max<std::size_t>(args.b2b_iters, copy.copies()), copy_call));
               }
             }
           }
           g = median(gs), b = median(bs), eg = median(egs), eb = median(ebs);
+          if (copy.available()) cg = median(cgs), cb = median(cbs);
         } else {
           g = graph_us(s, per_graph, call, args.reps);
           b = b2b_us(s, b2b_iters, call);
@@ -387,18 +485,23 @@ int run(const Args& args) {
         if (r >= 1024) targets += floor / g >= 0.85 ? "eff>=0.85 ok " : "eff>=0.85 MISS ";
         // The empty-kernel target in both timings, each against the empty kernel timed the same way.
         if (r <= 64) {
-          targets += g <= 1.5 * eg ? "<=1.5x empty graph ok, " : "<=1.5x empty graph MISS, ";
-          targets += b <= 1.5 * eb ? "b2b ok " : "b2b MISS ";
+          // A miss says what moving the bytes alone took (the same-bytes kernel over the empty kernel).
+          const auto copy_note = [&](double c, double e) {
+            return std::isfinite(c) ? fmt::format(" (copy {:.2f}x)", c / e) : std::string();
+          };
+          targets += g <= 1.5 * eg ? "<=1.5x empty graph ok, " : "<=1.5x empty graph MISS" + copy_note(cg, eg) + ", ";
+          targets += b <= 1.5 * eb ? "b2b ok " : "b2b MISS" + copy_note(cb, eb) + " ";
         }
         if (std::isfinite(speedup)) targets += speedup > 1 ? "beats compile ok" : "beats compile MISS";
         fmt::print("{:20s} [{:5d},{:5d}] {:28s} graph {:8.2f} us  b2b {:8.2f} us  L2-hot graph {:8.2f} us  "
                    "floor {:8.2f} us  eff {:.2f}  /empty {:.2f} graph {:.2f} b2b  {}\n",
                    op.name, r, cols, sol, g, b, g_hot, floor, floor / g, g / eg, b / eb, targets);
-        csv << fmt::format("{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{},{:.3f},{:.3f},{:.3f}\n", op.name,
+        csv << fmt::format("{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{},{:.3f},{:.3f},{:.3f},{},{},{}\n", op.name,
                            short_name(*dtype), r, h, cols, sol, bytes, floor, g, b, floor / g, floor / b,
                            g / eg, inst.copies(), std::isfinite(ref.compiled_us) ? fmt::format("{:.2f}", ref.compiled_us) : "",
                            std::isfinite(ref.torch_compiled_graph_us) ? fmt::format("{:.2f}", ref.torch_compiled_graph_us) : "",
-                           std::isfinite(speedup) ? fmt::format("{:.3f}", speedup) : "", b / eb, eg, eb);
+                           std::isfinite(speedup) ? fmt::format("{:.3f}", speedup) : "", b / eb, eg, eb, copy_shape,
+                           std::isfinite(cg) ? fmt::format("{:.3f}", cg) : "", std::isfinite(cb) ? fmt::format("{:.3f}", cb) : "");
         md += fmt::format("| {} | [{}, {}] | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} |\n",
                           op.name, r, cols, sol, g, b, floor, floor / g, g / eg, b / eb,
                           std::isfinite(compiled) ? fmt::format("{:.2f}", compiled) : "-",
@@ -409,6 +512,7 @@ int run(const Args& args) {
                              {"eff_graph", floor / g}, {"eff_b2b", floor / b},
                              {"graph_over_empty", g / eg}, {"b2b_over_empty", b / eb},
                              {"empty_graph_us", eg}, {"empty_b2b_us", eb},
+                             {"copy_shape", copy_shape}, {"copy_graph_us", num(cg)}, {"copy_b2b_us", num(cb)},
                              {"copies", inst.copies()},
                              {"anchor_eager_us", num(ref.eager_us)}, {"anchor_compiled_us", num(ref.compiled_us)},
                              {"torch_eager_graph_us", num(ref.torch_eager_graph_us)},
