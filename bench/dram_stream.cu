@@ -3,9 +3,11 @@
 // reaches is the ceiling for that partition (bench/NOTES-skinny.md round 17). Sweeps rows per block,
 // K splits, a per-tile rotated K start (blocks out of phase along K) and a padded row stride, and
 // prints each against a contiguous read of the same bytes and a device-to-device copy, all timed
-// as CUDA graphs of back-to-back launches over copies rotated through > L2.
+// as CUDA graphs of back-to-back launches over copies rotated through > L2. --pdl times every
+// launch the way the GEMM kernels chain (programmatic dependent launch: each kernel triggers the
+// next at its start and waits for the previous grid before its first load), next to the plain one.
 //
-//   tunable_dram_stream [--shapes 2304x16384,2048x32768] [--reps 15]
+//   tunable_dram_stream [--shapes 2304x16384,2048x32768] [--reps 15] [--pdl]
 #include <cuda_runtime.h>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +49,15 @@ __device__ __forceinline__ void keep_live(const uint4& acc, unsigned never, uint
   if (acc.x == never) sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
+// The GEMM kernels' PDL protocol (kernels/common/device_utils.cuh): let the next launch be
+// scheduled, then wait for the previous grid; both are no-ops in a launch without the attribute.
+__device__ __forceinline__ void pdl_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 struct Part {
   int rows_per_block;  // rows a block streams together (along K in lock-step)
   int ksplit;          // K splits per row tile
@@ -57,6 +68,7 @@ struct Part {
 // the tile's rows and each warp reads kUnroll x 512 contiguous bytes of a row per step.
 __global__ void __launch_bounds__(kThreads) stream_tiles(const uint4* __restrict__ w, long ld_vec, int rows,
                                                          int kvec, Part p, unsigned never, uint4* __restrict__ sink) {
+  pdl_start();
   const int tile = blockIdx.x / p.ksplit, split = blockIdx.x % p.ksplit;
   const int r0 = tile * p.rows_per_block;
   const int per = (kvec + p.ksplit - 1) / p.ksplit;
@@ -98,6 +110,7 @@ __global__ void __launch_bounds__(kThreads) stream_tiles(const uint4* __restrict
 // The same bytes as one contiguous stream, grid-stride, the same loads in flight per thread.
 __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict__ w, long nvec, unsigned never,
                                                         uint4* __restrict__ sink) {
+  pdl_start();
   uint4 acc = make_uint4(0, 0, 0, 0);
   const long stride = (long)gridDim.x * kThreads * kUnroll;
   for (long i = (long)blockIdx.x * kThreads * kUnroll + threadIdx.x; i < nvec; i += stride) {
@@ -110,6 +123,21 @@ __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict_
     fold(acc, v);
   }
   keep_live(acc, never, sink);
+}
+
+/// kernel<<<grid, kThreads, 0, s>>>(args...), programmatic-dependent when `pdl`.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), unsigned grid, bool pdl, cudaStream_t s, Args... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  check(cudaLaunchKernelEx(&cfg, kernel, args...), "launch");
 }
 
 template <class Launch>
@@ -150,7 +178,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Streaming-read ceiling of the skinny kernels' weight partitions"};
   std::string shapes = "2304x16384,2304x32768,2048x32768,2432x32768,6144x8192,4096x8192,4096x28672,16384x13312";
   int reps = 15;
+  bool pdl = false;
   app.add_option("--shapes", shapes, "rows x row bytes, comma separated");
+  app.add_flag("--pdl", pdl, "also time every point with programmatic dependent launch");
   app.add_option("--reps", reps, "graph replays per point (median reported)")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
 
@@ -194,28 +224,34 @@ int main(int argc, char** argv) {
       auto base = [&](int c) { return reinterpret_cast<const uint4*>(pool + size_t(c) * bytes); };
       const double floor_bytes = double(rows) * row_bytes;
       const double floor_us = floor_bytes / copy_bw * 1e6;
-      const double flat_us = graph_us(
-          [&](int c, cudaStream_t st) {
-            stream_flat<<<sms * 4, kThreads, 0, st>>>(base(c), long(floor_bytes / 16), kNever, sink);
-          },
-          copies, reps, s);
-      std::printf("\n%d rows x %ld B (ld %ld), %.1f MB, %d copies: floor %.2f us, flat read %.2f us (%.3f of floor)\n",
-                  rows, row_bytes, ld, floor_bytes / 1e6, copies, floor_us, flat_us, floor_us / flat_us);
-      for (int rpb : {1, 8, 16, 64})
-        for (int ks : {1, 2, 4, 8})
-          for (int rot : {0, 1}) {
-            const Part p{rpb, ks, rot};
-            const long tiles = (rows + rpb - 1) / rpb;
-            const long blocks = tiles * ks;
-            if (blocks > (1 << 14)) continue;  // the sink holds 2^14 blocks x kThreads vectors
-            const double us = graph_us(
-                [&](int c, cudaStream_t st) {
-                  stream_tiles<<<unsigned(blocks), kThreads, 0, st>>>(base(c), ld / 16, rows, int(row_bytes / 16), p, kNever, sink);
-                },
-                copies, reps, s);
-            std::printf("  rows/block %2d ksplit %d rotate %d: %5ld blocks %8.2f us  %.3f of floor\n", rpb, ks, rot,
-                        blocks, us, floor_us / us);
-          }
+      for (const bool with_pdl : {false, true}) {
+        if (with_pdl && !pdl) continue;
+        const char* mode = with_pdl ? "PDL" : "plain";
+        const double flat_us = graph_us(
+            [&](int c, cudaStream_t st) {
+              launch(stream_flat, unsigned(sms * 4), with_pdl, st, base(c), long(floor_bytes / 16), kNever, sink);
+            },
+            copies, reps, s);
+        std::printf("\n%d rows x %ld B (ld %ld), %.1f MB, %d copies, %s launches: floor %.2f us, flat read %.2f us "
+                    "(%.3f of floor)\n",
+                    rows, row_bytes, ld, floor_bytes / 1e6, copies, mode, floor_us, flat_us, floor_us / flat_us);
+        for (int rpb : {1, 8, 16, 64})
+          for (int ks : {1, 2, 4, 8})
+            for (int rot : {0, 1}) {
+              const Part p{rpb, ks, rot};
+              const long tiles = (rows + rpb - 1) / rpb;
+              const long blocks = tiles * ks;
+              if (blocks > (1 << 14)) continue;  // the sink holds 2^14 blocks x kThreads vectors
+              const double us = graph_us(
+                  [&](int c, cudaStream_t st) {
+                    launch(stream_tiles, unsigned(blocks), with_pdl, st, base(c), ld / 16, rows, int(row_bytes / 16), p,
+                           kNever, sink);
+                  },
+                  copies, reps, s);
+              std::printf("  %s rows/block %2d ksplit %d rotate %d: %5ld blocks %8.2f us  %.3f of floor\n", mode, rpb,
+                          ks, rot, blocks, us, floor_us / us);
+            }
+      }
     }
   }
   return 0;
