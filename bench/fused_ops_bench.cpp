@@ -187,7 +187,7 @@ using Call = std::function<void(std::size_t)>;
 
 /// The op's bytes moved by a kernel that does nothing else (launch_same_bytes), on rotated copies
 /// like the op's: reads x (and the residual), writes the output (and the residual); the norm weight,
-/// read once per row from L1 / L2, is left out, so this is a bound from below. Available where the
+/// read once per row from L1 / L2, is left out: the op moves at least these bytes. Available where the
 /// read bytes are 1, 2 or 4 times the written ones (not the FP8 outputs of a norm).
 class SameBytes {
  public:
@@ -428,7 +428,7 @@ int run(const Args& args) {
         // apart, clocks and the launch path drift by a few percent, the size of the margins here.
         double eg = empty_graph, eb = empty_b2b;
         // With them, the op's bytes moved by a kernel that does nothing else (its fastest launch shape),
-        // timed the same ways in the same rounds: the ratio any kernel moving these bytes reaches.
+        // timed the same ways in the same rounds: what moving these bytes alone takes here.
         double cg = NAN, cb = NAN;
         std::string copy_shape;
         if (r <= 64) {

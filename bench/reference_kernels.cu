@@ -3,7 +3,7 @@
 //   dependent launch where supported): the denominator of issue 5's <= 1.5x target;
 // - a kernel that moves the same bytes as the op and nothing else (each 16-byte output vector the
 //   XOR of RATIO input vectors, so every store waits for its loads as the op's do), launched and
-//   prefetched as the fused ops are: what any kernel that has to move those bytes takes, so a miss
+//   prefetched as the fused ops are: what moving those bytes alone takes, so a miss
 //   of the ratio target can be told apart from a miss the bytes alone force.
 #include <cuda_runtime.h>
 
