@@ -123,50 +123,39 @@ std::vector<Variant> variants(int hidden) {
       out.push_back({name, mode, b, nvec / b, {}});
     }
   }
+  // A library launch configuration named `name`: `t` threads per row (or block), `items` vectors each.
+  auto library = [&](const std::string& name, int t, int items) -> kernels::RmsNormLaunch& {
+    Variant v;
+    v.name = name;
+    v.launch.threads_per_row = t;
+    v.launch.items = items;
+    out.push_back(v);
+    return out.back().launch;
+  };
+  const auto shape = [](int t, int items) { return "_t" + std::to_string(t) + "_i" + std::to_string(items); };
   for (int t : {128, 256, 512, 1024}) {
     const int items = nvec / t;
     if (nvec % t || (items != 1 && items != 2 && items != 4 && items != 8)) continue;
     for (bool ew : {false, true}) {
       if (ew && items > 4) continue;
-      Variant v;
-      v.name = "rms_t" + std::to_string(t) + "_i" + std::to_string(items) + (ew ? "_ew" : "");
-      v.launch.threads_per_row = t;
-      v.launch.items = items;
-      v.launch.early_weight = ew;
-      out.push_back(v);
+      library("rms" + shape(t, items) + (ew ? "_ew" : ""), t, items).early_weight = ew;
     }
   }
-  for (int t : {512, 1024}) {
-    Variant v;
-    v.name = "rms_staged_t" + std::to_string(t);
-    v.launch.staged = true;
-    v.launch.threads_per_row = t;
-    out.push_back(v);
-  }
+  for (int t : {512, 1024}) library("rms_staged_t" + std::to_string(t), t, 1).staged = true;
   // The streaming kernel (each block walking up to `w` rows). Its L2 prefetch of the row after the
   // next is always on (round 11 measured it on and off: `bench/results/2026-11-26-h100-fused-round11`).
   for (int w : {2, 4, 8, 16}) {
     for (int t : {256, 512, 1024}) {
       const int items = nvec / t;
       if (nvec % t || (items != 1 && items != 2 && items != 4) || (items == 4 && t > 512)) continue;
-      Variant v;
-      v.name = "rms_w" + std::to_string(w) + "_t" + std::to_string(t) + "_i" + std::to_string(items);
-      v.launch.threads_per_row = t;
-      v.launch.items = items;
-      v.launch.stream = w;
-      out.push_back(v);
+      library("rms_w" + std::to_string(w) + shape(t, items), t, items).stream = w;
     }
   }
   for (int c : {2, 4, 8}) {
     for (int items : {1, 2}) {
       const int t = nvec / c / items;
       if (nvec % (c * items) || t > 1024 || t < 32) continue;
-      Variant v;
-      v.name = "rms_c" + std::to_string(c) + "_t" + std::to_string(t) + "_i" + std::to_string(items);
-      v.launch.threads_per_row = t;
-      v.launch.items = items;
-      v.launch.cluster = c;
-      out.push_back(v);
+      library("rms_c" + std::to_string(c) + shape(t, items), t, items).cluster = c;
     }
   }
   return out;
