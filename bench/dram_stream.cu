@@ -125,6 +125,103 @@ __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict_
   keep_live(acc, never, sink);
 }
 
+// --mma-tokens: the same loads plus the fp8 GEMM's arithmetic, to see what the MMAs, the token loads and a
+// split-K reduction in the kernel cost on top of a partition (round 26). W [rows x kvec 16-byte vectors] e4m3
+// times MT tokens x [MT x kvec vectors] e4m3: 8-row weight tiles on the N side of m16n8k32, the tokens on its M
+// side (rows g and g + 8 of lane g * 4 + q), K split `ks` ways. Lane (g, q) of a warp step loads 16 bytes of
+// weight row g and of tokens g and g + 8 at the same K offset (4q + 16 s vectors of the split), two MMAs per
+// load (bytes 0-7, 8-15; the K order inside a step is permuted the same way for both operands). Each block
+// leaves its 16 x 8 fp32 sums in `partials`; with `reduce` the last block of a tile to finish (a counter per
+// tile) adds the splits' partials in split order and writes y [MT x rows].
+__device__ __forceinline__ void mma_e4m3(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+  __trap();
+#endif
+}
+
+struct MmaPart {
+  int tiles, ks;
+  int split_major;  // 1: block b is split b / tiles of tile b % tiles (co-resident blocks share a token slice)
+  int reduce;
+};
+
+template <int MT, bool MMA>
+__global__ void __launch_bounds__(kThreads) stream_mma(const uint4* __restrict__ w, long ld_vec, const uint4* __restrict__ x,
+                                                      int kvec, MmaPart p, float* partials, unsigned* counters,
+                                                      float* y, int rows) {
+  pdl_start();
+  const int tile = p.split_major ? blockIdx.x % p.tiles : blockIdx.x / p.ks;
+  const int split = p.split_major ? blockIdx.x / p.tiles : blockIdx.x % p.ks;
+  const int per = (kvec + p.ks - 1) / p.ks;
+  const int k0 = split * per, k1 = min(kvec, k0 + per);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  constexpr int kWarps = kThreads / 32, kU = 4;
+  const uint4* wrow = w + (long)(tile * 8 + g) * ld_vec;
+  const uint4* xa_row = x + (long)g * kvec;
+  const uint4* xb_row = x + (long)(g + 8) * kvec;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  float c[4] = {0.f, 0.f, 0.f, 0.f};
+  const int nsteps = (k1 - k0 + 3) / 4;
+  for (int s0 = warp; s0 < nsteps; s0 += kWarps * kU) {
+    uint4 wv[kU], xa[kU], xb[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int kv = k0 + (s0 + u * kWarps) * 4 + q;
+      const bool ok = s0 + u * kWarps < nsteps && kv < k1;
+      wv[u] = ok ? __ldg(wrow + kv) : zero;
+      xa[u] = ok && g < MT ? __ldg(xa_row + kv) : zero;
+      xb[u] = ok && g + 8 < MT ? __ldg(xb_row + kv) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      if constexpr (MMA) {
+        mma_e4m3(c, xa[u].x, xb[u].x, xa[u].y, xb[u].y, wv[u].x, wv[u].y);
+        mma_e4m3(c, xa[u].z, xb[u].z, xa[u].w, xb[u].w, wv[u].z, wv[u].w);
+      } else {  // the same loads, XOR-folded: what the access pattern costs without the MMAs
+        c[0] = __uint_as_float(__float_as_uint(c[0]) ^ wv[u].x ^ wv[u].y ^ wv[u].z ^ wv[u].w);
+        c[1] = __uint_as_float(__float_as_uint(c[1]) ^ xa[u].x ^ xa[u].y ^ xa[u].z ^ xa[u].w);
+        c[2] = __uint_as_float(__float_as_uint(c[2]) ^ xb[u].x ^ xb[u].y ^ xb[u].z ^ xb[u].w);
+      }
+    }
+  }
+  __shared__ float red[kWarps][32][4];
+  __shared__ int last;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) red[warp][lane][i] = c[i];
+  __syncthreads();
+  const int idx = threadIdx.x;  // < 128: lane idx / 4, accumulator idx % 4
+  if (idx < 128) {
+    float v = 0.f;
+    for (int wi = 0; wi < kWarps; ++wi) v += red[wi][idx / 4][idx % 4];
+    partials[((long)split * p.tiles + tile) * 128 + idx] = v;
+  }
+  if (!p.reduce) return;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(counters + tile, 1u) == unsigned(p.ks - 1);
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (idx < 128) {
+    float v = 0.f;
+    for (int sp = 0; sp < p.ks; ++sp) v += __ldcg(partials + ((long)sp * p.tiles + tile) * 128 + idx);
+    const int ln = idx / 4, i = idx % 4;
+    const int tok = ln / 4 + (i >= 2 ? 8 : 0), row = tile * 8 + (ln % 4) * 2 + (i & 1);
+    if (tok < MT && row < rows) y[(long)tok * rows + row] = v;
+  }
+  if (threadIdx.x == 0) counters[tile] = 0;
+}
+
 /// kernel<<<grid, kThreads, 0, s>>>(args...), programmatic-dependent when `pdl`.
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), unsigned grid, bool pdl, cudaStream_t s, Args... args) {
@@ -172,6 +269,94 @@ double graph_us(Launch launch, int copies, int reps, cudaStream_t s) {
   return t[t.size() / 2];
 }
 
+/// stream_mma<MT> on `blocks` blocks, programmatic-dependent.
+void launch_mma(int mt, bool mma, unsigned blocks, cudaStream_t s, const uint4* w, long ld_vec, const uint4* x,
+                int kvec, MmaPart p, float* partials, unsigned* counters, float* y, int rows) {
+  switch (mt * 2 + (mma ? 1 : 0)) {
+    case 2: launch(stream_mma<1, false>, blocks, true, s, w, ld_vec, x, kvec, p, partials, counters, y, rows); break;
+    case 3: launch(stream_mma<1, true>, blocks, true, s, w, ld_vec, x, kvec, p, partials, counters, y, rows); break;
+    case 16: launch(stream_mma<8, false>, blocks, true, s, w, ld_vec, x, kvec, p, partials, counters, y, rows); break;
+    case 17: launch(stream_mma<8, true>, blocks, true, s, w, ld_vec, x, kvec, p, partials, counters, y, rows); break;
+    case 32: launch(stream_mma<16, false>, blocks, true, s, w, ld_vec, x, kvec, p, partials, counters, y, rows); break;
+    case 33: launch(stream_mma<16, true>, blocks, true, s, w, ld_vec, x, kvec, p, partials, counters, y, rows); break;
+    default: std::fprintf(stderr, "dram_stream: --mma-tokens takes 1, 8 or 16\n"); std::exit(2);
+  }
+}
+
+/// The --mma-tokens sweep: every shape (an e4m3 weight of rows x row bytes, rows a multiple of 8) at each
+/// token count, K split 2 / 4 / 8 ways, tile- or split-major block order, the loads without the MMAs, partials
+/// only or reduced in the kernel; each reduced configuration's y checked once against the exact value the
+/// fills give.
+int mma_sweep(const std::string& shapes, const std::vector<int>& tokens, char* pool, size_t pool_bytes, double copy_bw,
+              int reps, cudaStream_t s) {
+  constexpr int kMaxTok = 16, kMaxSplits = 16;
+  const long max_row_bytes = 65536, max_rows = 16384;
+  uint4* x = nullptr;
+  float *partials = nullptr, *y = nullptr;
+  unsigned* counters = nullptr;
+  check(cudaMalloc(&x, kMaxTok * max_row_bytes), "x");
+  check(cudaMalloc(&partials, sizeof(float) * kMaxSplits * (max_rows / 8) * 128), "partials");
+  check(cudaMalloc(&y, sizeof(float) * kMaxTok * max_rows), "y");
+  check(cudaMalloc(&counters, sizeof(unsigned) * (max_rows / 8)), "counters");
+  check(cudaMemset(counters, 0, sizeof(unsigned) * (max_rows / 8)), "counters");
+  // Token t is all (t % 4 + 1) in e4m3 (0x38 1.0, 0x40 2.0, 0x44 3.0, 0x48 4.0); the weight pool is all 0x5a (20.0).
+  const unsigned char tok_byte[4] = {0x38, 0x40, 0x44, 0x48};
+  std::stringstream ss(shapes);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int rows = 0;
+    long row_bytes = 0;
+    if (std::sscanf(item.c_str(), "%dx%ld", &rows, &row_bytes) != 2 || rows <= 0 || rows % 8 || rows > max_rows ||
+        row_bytes % 64 || row_bytes > max_row_bytes) {
+      std::fprintf(stderr, "dram_stream: bad --mma-tokens shape '%s' (rows a multiple of 8 up to %ld, row bytes a "
+                   "multiple of 64 up to %ld)\n", item.c_str(), max_rows, max_row_bytes);
+      return 2;
+    }
+    for (int t = 0; t < kMaxTok; ++t)
+      check(cudaMemset(reinterpret_cast<char*>(x) + t * row_bytes, tok_byte[t % 4], row_bytes), "x fill");
+    const size_t bytes = size_t(rows) * row_bytes;
+    const int copies = std::max<int>(2, std::min<size_t>(pool_bytes / bytes, (size_t(300) << 20) / bytes + 1));
+    auto base = [&](int c) { return reinterpret_cast<const uint4*>(pool + size_t(c) * bytes); };
+    const double floor_us = double(bytes) / copy_bw * 1e6;
+    const int kvec = int(row_bytes / 16), tiles = rows / 8;
+    std::printf("\n%d rows x %ld B e4m3, %.1f MB, %d copies: floor %.2f us (PDL launches, 8-row tiles)\n", rows,
+                row_bytes, bytes / 1e6, copies, floor_us);
+    for (int mt : tokens) {
+      for (int ks : {2, 4, 8}) {
+        for (int order : {0, 1}) {
+          for (int reduce : {-1, 0, 1}) {  // -1: the loads of the MMA kernel without its MMAs, partials only
+            const bool mma = reduce >= 0;
+            const MmaPart p{tiles, ks, order, reduce > 0 ? 1 : 0};
+            const unsigned blocks = unsigned(tiles * ks);
+            const double us = graph_us(
+                [&](int c, cudaStream_t st) {
+                  launch_mma(mt, mma, blocks, st, base(c), kvec, x, kvec, p, partials, counters, y, rows);
+                },
+                copies, reps, s);
+            std::string verdict;
+            if (reduce > 0) {
+              check(cudaMemsetAsync(y, 0xff, sizeof(float) * kMaxTok * rows, s), "poison y");
+              launch_mma(mt, true, blocks, s, base(0), kvec, x, kvec, p, partials, counters, y, rows);
+              std::vector<float> h(size_t(mt) * rows);
+              check(cudaMemcpyAsync(h.data(), y, h.size() * sizeof(float), cudaMemcpyDeviceToHost, s), "y");
+              check(cudaStreamSynchronize(s), "check");
+              long bad = 0;
+              for (int t = 0; t < mt; ++t)
+                for (int r = 0; r < rows; ++r)
+                  if (h[size_t(t) * rows + r] != float(row_bytes) * 20.0f * float(t % 4 + 1)) ++bad;
+              verdict = bad ? "  y WRONG (" + std::to_string(bad) + " values)" : "  y ok";
+            }
+            std::printf("  tokens %2d ksplit %2d %s %s: %5u blocks %8.2f us  %.3f of floor%s\n", mt, ks,
+                        order ? "split-major" : "tile-major ", reduce < 0 ? "no MMA  " : reduce ? "reduced " : "partials", blocks, us,
+                        floor_us / us, verdict.c_str());
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,7 +364,12 @@ int main(int argc, char** argv) {
   std::string shapes = "2304x16384,2304x32768,2048x32768,2432x32768,6144x8192,4096x8192,4096x28672,16384x13312";
   int reps = 15;
   bool pdl = false;
+  std::vector<int> mma_tokens;
   app.add_option("--shapes", shapes, "rows x row bytes, comma separated");
+  app.add_option("--mma-tokens", mma_tokens,
+                 "instead of the loads-only sweep: the fp8 MMA kernel on 8-row tiles for these token counts "
+                 "(1, 8 or 16), PDL-chained")
+      ->delimiter(',');
   app.add_flag("--pdl", pdl, "also time every point with programmatic dependent launch");
   app.add_option("--reps", reps, "graph replays per point (median reported)")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
@@ -206,6 +396,8 @@ int main(int argc, char** argv) {
       2, reps, s);
   const double copy_bw = 2.0 * copy_bytes / (copy_us * 1e-6);
   std::printf("%d SMs, copy bandwidth %.0f GB/s (256 MiB device-to-device copies)\n", sms, copy_bw / 1e9);
+
+  if (!mma_tokens.empty()) return mma_sweep(shapes, mma_tokens, pool, pool_bytes, copy_bw, reps, s);
 
   std::stringstream ss(shapes);
   std::string item;
