@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict_
 // split-K reduction in the kernel cost on top of a partition (round 26). W [rows x kvec 16-byte vectors] e4m3
 // times MT tokens x [MT x kvec vectors] e4m3: 8-row weight tiles on the N side of m16n8k32, the tokens on its M
 // side (rows g and g + 8 of lane g * 4 + q), K split `ks` ways. Lane (g, q) of a warp step loads 16 bytes of
-// weight row g and of tokens g and g + 8 at the same K offset (4q + 16 s vectors of the split), two MMAs per
+// weight row g and of tokens g and g + 8 at the same K offset (q + 4 s vectors into the split), two MMAs per
 // load (bytes 0-7, 8-15; the K order inside a step is permuted the same way for both operands). Each block
 // leaves its 16 x 8 fp32 sums in `partials`; with `reduce` the last block of a tile to finish (a counter per
 // tile) adds the splits' partials in split order and writes y [MT x rows].
@@ -283,14 +284,22 @@ void launch_mma(int mt, bool mma, unsigned blocks, cudaStream_t s, const uint4* 
   }
 }
 
+/// e4m3 bits of a positive integer v <= 32 that e4m3 holds exactly (v <= 16, or v even).
+unsigned char e4m3_of(int v) {
+  int e = 0;
+  while ((2 << e) <= v) ++e;
+  return static_cast<unsigned char>(((e + 7) << 3) | (((v << 3) >> e) - 8));
+}
+
 /// The --mma-tokens sweep: every shape (an e4m3 weight of rows x row bytes, rows a multiple of 8) at each
 /// token count, K split 2 / 4 / 8 ways, tile- or split-major block order, the loads without the MMAs, partials
-/// only or reduced in the kernel; each reduced configuration's y checked once against the exact value the
-/// fills give.
+/// only or reduced in the kernel. Each reduced configuration is checked once on a weight whose values differ
+/// by row and along K: W[r][16-byte chunk c] = (r % 8 + 1)(1 + c % 2), x[t][c] = (t + 1)(1 + c / 2 % 2), so
+/// y[t][r] = row_bytes / 64 * 144 (r % 8 + 1)(t + 1) exactly; a wrong row, token or K pairing changes it.
 int mma_sweep(const std::string& shapes, const std::vector<int>& tokens, char* pool, size_t pool_bytes, double copy_bw,
               int reps, cudaStream_t s) {
   constexpr int kMaxTok = 16, kMaxSplits = 16;
-  const long max_row_bytes = 65536, max_rows = 16384;
+  const long max_row_bytes = 32768, max_rows = 16384;
   uint4* x = nullptr;
   float *partials = nullptr, *y = nullptr;
   unsigned* counters = nullptr;
@@ -299,26 +308,37 @@ int mma_sweep(const std::string& shapes, const std::vector<int>& tokens, char* p
   check(cudaMalloc(&y, sizeof(float) * kMaxTok * max_rows), "y");
   check(cudaMalloc(&counters, sizeof(unsigned) * (max_rows / 8)), "counters");
   check(cudaMemset(counters, 0, sizeof(unsigned) * (max_rows / 8)), "counters");
-  // Token t is all (t % 4 + 1) in e4m3 (0x38 1.0, 0x40 2.0, 0x44 3.0, 0x48 4.0); the weight pool is all 0x5a (20.0).
-  const unsigned char tok_byte[4] = {0x38, 0x40, 0x44, 0x48};
   std::stringstream ss(shapes);
   std::string item;
   while (std::getline(ss, item, ',')) {
     int rows = 0;
     long row_bytes = 0;
     if (std::sscanf(item.c_str(), "%dx%ld", &rows, &row_bytes) != 2 || rows <= 0 || rows % 8 || rows > max_rows ||
-        row_bytes % 64 || row_bytes > max_row_bytes) {
+        row_bytes <= 0 || row_bytes % 64 || row_bytes > max_row_bytes) {
       std::fprintf(stderr, "dram_stream: bad --mma-tokens shape '%s' (rows a multiple of 8 up to %ld, row bytes a "
                    "multiple of 64 up to %ld)\n", item.c_str(), max_rows, max_row_bytes);
       return 2;
     }
-    for (int t = 0; t < kMaxTok; ++t)
-      check(cudaMemset(reinterpret_cast<char*>(x) + t * row_bytes, tok_byte[t % 4], row_bytes), "x fill");
     const size_t bytes = size_t(rows) * row_bytes;
     const int copies = std::max<int>(2, std::min<size_t>(pool_bytes / bytes, (size_t(300) << 20) / bytes + 1));
+    if (size_t(copies) * bytes > pool_bytes) {
+      std::fprintf(stderr, "dram_stream: shape '%s' does not fit two copies in the pool\n", item.c_str());
+      return 2;
+    }
+    const int kvec = int(row_bytes / 16), tiles = rows / 8;
+    std::vector<unsigned char> hx(size_t(kMaxTok) * row_bytes), hw(bytes);
+    for (int t = 0; t < kMaxTok; ++t)
+      for (int c = 0; c < kvec; ++c)
+        std::memset(&hx[size_t(t) * row_bytes + c * 16], e4m3_of((t + 1) * (1 + c / 2 % 2)), 16);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < kvec; ++c)
+        std::memset(&hw[size_t(r) * row_bytes + c * 16], e4m3_of((r % 8 + 1) * (1 + c % 2)), 16);
+    uint4* wchk = nullptr;
+    check(cudaMalloc(&wchk, bytes), "check weight");
+    check(cudaMemcpy(wchk, hw.data(), bytes, cudaMemcpyHostToDevice), "check weight");
+    check(cudaMemcpy(x, hx.data(), hx.size(), cudaMemcpyHostToDevice), "x");
     auto base = [&](int c) { return reinterpret_cast<const uint4*>(pool + size_t(c) * bytes); };
     const double floor_us = double(bytes) / copy_bw * 1e6;
-    const int kvec = int(row_bytes / 16), tiles = rows / 8;
     std::printf("\n%d rows x %ld B e4m3, %.1f MB, %d copies: floor %.2f us (PDL launches, 8-row tiles)\n", rows,
                 row_bytes, bytes / 1e6, copies, floor_us);
     for (int mt : tokens) {
@@ -336,14 +356,14 @@ int mma_sweep(const std::string& shapes, const std::vector<int>& tokens, char* p
             std::string verdict;
             if (reduce > 0) {
               check(cudaMemsetAsync(y, 0xff, sizeof(float) * kMaxTok * rows, s), "poison y");
-              launch_mma(mt, true, blocks, s, base(0), kvec, x, kvec, p, partials, counters, y, rows);
+              launch_mma(mt, true, blocks, s, wchk, kvec, x, kvec, p, partials, counters, y, rows);
               std::vector<float> h(size_t(mt) * rows);
               check(cudaMemcpyAsync(h.data(), y, h.size() * sizeof(float), cudaMemcpyDeviceToHost, s), "y");
               check(cudaStreamSynchronize(s), "check");
               long bad = 0;
               for (int t = 0; t < mt; ++t)
                 for (int r = 0; r < rows; ++r)
-                  if (h[size_t(t) * rows + r] != float(row_bytes) * 20.0f * float(t % 4 + 1)) ++bad;
+                  if (h[size_t(t) * rows + r] != float(row_bytes / 64 * 144) * float(r % 8 + 1) * float(t + 1)) ++bad;
               verdict = bad ? "  y WRONG (" + std::to_string(bad) + " values)" : "  y ok";
             }
             std::printf("  tokens %2d ksplit %2d %s %s: %5u blocks %8.2f us  %.3f of floor%s\n", mt, ks,
@@ -353,7 +373,12 @@ int mma_sweep(const std::string& shapes, const std::vector<int>& tokens, char* p
         }
       }
     }
+    check(cudaFree(wchk), "free");
   }
+  check(cudaFree(x), "free");
+  check(cudaFree(partials), "free");
+  check(cudaFree(y), "free");
+  check(cudaFree(counters), "free");
   return 0;
 }
 

@@ -1,8 +1,9 @@
 // The references the fused-op benchmark measures its few-row rows against, timed the same ways:
 // - a kernel that does nothing, launched plainly and as the fused ops launch theirs (programmatic
 //   dependent launch where supported): the denominator of issue 5's <= 1.5x target;
-// - a kernel that moves the same bytes as the op and nothing else (each 16-byte output vector the
-//   XOR of RATIO input vectors, so every store waits for its loads as the op's do), launched and
+// - a kernel that moves the same bytes as the op and nothing else (output vector j the XOR of vector
+//   j of each of RATIO contiguous input planes, as the ops read x and the residual or gate and up, so
+//   every store waits for its loads as the op's do), launched and
 //   prefetched as the fused ops are: what moving those bytes alone takes, so a miss
 //   of the ratio target can be told apart from a miss the bytes alone force.
 #include <cuda_runtime.h>
@@ -25,12 +26,16 @@ cudaError_t launch_empty_kernel(cudaStream_t stream, bool pdl) {
   return cudaGetLastError();
 }
 
+// Launched with at most 1024 / ITEMS threads (launch_same_bytes' shapes), so ITEMS x RATIO vectors in
+// flight per thread fit the registers.
 template <int RATIO, int ITEMS>
-__global__ void __launch_bounds__(1024) kernel_same_bytes(const uint4* in, uint4* out, std::int64_t n_out) {
+__global__ void __launch_bounds__(1024 / ITEMS) kernel_same_bytes(const uint4* in, uint4* out, std::int64_t n_out) {
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x * ITEMS;
   kernels::pdl_prologue([&] {
     const std::int64_t n = n_out - first < blockDim.x * ITEMS ? n_out - first : blockDim.x * ITEMS;
-    kernels::prefetch_l2(in + first * RATIO, n * RATIO * static_cast<std::int64_t>(sizeof(uint4)));
+#pragma unroll
+    for (int k = 0; k < RATIO; ++k)
+      kernels::prefetch_l2(in + k * n_out + first, n * static_cast<std::int64_t>(sizeof(uint4)));
   });
   uint4 v[ITEMS][RATIO];
 #pragma unroll
@@ -38,7 +43,7 @@ __global__ void __launch_bounds__(1024) kernel_same_bytes(const uint4* in, uint4
     const std::int64_t j = first + i * blockDim.x + threadIdx.x;
 #pragma unroll
     for (int k = 0; k < RATIO; ++k)
-      if (j < n_out) v[i][k] = in[j * RATIO + k];
+      if (j < n_out) v[i][k] = in[k * n_out + j];
   }
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
@@ -68,12 +73,12 @@ cudaError_t launch_same_bytes_ratio(const void* in, void* out, std::int64_t n_ou
   }
 }
 
-/// out[j] = XOR of in[RATIO j .. RATIO j + RATIO - 1] over `n_out` 16-byte vectors (`in`: RATIO n_out
-/// vectors), `threads` per block, `items` output vectors per thread. RATIO 1, 2 or 4; the pointers
-/// 16-byte aligned; anything else is cudaErrorInvalidValue.
+/// out[j] = XOR over k of in[k n_out + j] for `n_out` 16-byte vectors (`in`: RATIO planes of n_out
+/// vectors), `threads` per block, `items` output vectors per thread. RATIO 1, 2 or 4, threads x items
+/// <= 1024; the pointers 16-byte aligned; anything else is cudaErrorInvalidValue.
 cudaError_t launch_same_bytes(const void* in, void* out, std::int64_t n_out, int ratio, int threads, int items,
                               cudaStream_t stream) {
-  if (n_out <= 0 || threads <= 0 || threads > 1024 || threads % 32 != 0 ||
+  if (n_out <= 0 || threads <= 0 || items <= 0 || threads * items > 1024 || threads % 32 != 0 ||
       reinterpret_cast<std::uintptr_t>(in) % 16 != 0 || reinterpret_cast<std::uintptr_t>(out) % 16 != 0)
     return cudaErrorInvalidValue;
   switch (ratio) {
