@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemv/common.cuh"
+
 namespace {
 
 void check(cudaError_t e, const char* what) {
@@ -134,19 +136,7 @@ __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict_
 // load (bytes 0-7, 8-15; the K order inside a step is permuted the same way for both operands). Each block
 // leaves its 16 x 8 fp32 sums in `partials`; with `reduce` the last block of a tile to finish (a counter per
 // tile) adds the splits' partials in split order and writes y [MT x rows].
-__device__ __forceinline__ void mma_e4m3(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                         unsigned b0, unsigned b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
-  __trap();
-#endif
-}
+using E4M3 = tunable::kernels::skinny_detail::E4M3Traits;  // its m16n8k32 e4m3 MMA
 
 struct MmaPart {
   int tiles, ks;
@@ -184,8 +174,8 @@ __global__ void __launch_bounds__(kThreads) stream_mma(const uint4* __restrict__
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       if constexpr (MMA) {
-        mma_e4m3(c, xa[u].x, xb[u].x, xa[u].y, xb[u].y, wv[u].x, wv[u].y);
-        mma_e4m3(c, xa[u].z, xb[u].z, xa[u].w, xb[u].w, wv[u].z, wv[u].w);
+        E4M3::mma_frag(c, xa[u].x, xb[u].x, xa[u].y, xb[u].y, wv[u].x, wv[u].y);
+        E4M3::mma_frag(c, xa[u].z, xb[u].z, xa[u].w, xb[u].w, wv[u].z, wv[u].w);
       } else {  // the same loads, XOR-folded: what the access pattern costs without the MMAs
         c[0] = __uint_as_float(__float_as_uint(c[0]) ^ wv[u].x ^ wv[u].y ^ wv[u].z ^ wv[u].w);
         c[1] = __uint_as_float(__float_as_uint(c[1]) ^ xa[u].x ^ xa[u].y ^ xa[u].z ^ xa[u].w);
