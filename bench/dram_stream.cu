@@ -55,10 +55,8 @@ __device__ __forceinline__ void keep_live(const uint4& acc, unsigned never, uint
 // The GEMM kernels' PDL protocol (kernels/common/device_utils.cuh): let the next launch be
 // scheduled, then wait for the previous grid; both are no-ops in a launch without the attribute.
 __device__ __forceinline__ void pdl_start() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  tunable::kernels::pdl_launch_dependents();
+  tunable::kernels::pdl_wait();
 }
 
 struct Part {
@@ -216,16 +214,8 @@ __global__ void __launch_bounds__(kThreads) stream_mma(const uint4* __restrict__
 /// kernel<<<grid, kThreads, 0, s>>>(args...), programmatic-dependent when `pdl`.
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), unsigned grid, bool pdl, cudaStream_t s, Args... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  check(cudaLaunchKernelEx(&cfg, kernel, args...), "launch");
+  check(tunable::kernels::launch_kernel_ex(kernel, dim3(grid), dim3(kThreads), 0, s, pdl, dim3(1, 1, 1), args...),
+        "launch");
 }
 
 template <class Launch>

@@ -1,6 +1,7 @@
 // Launch configurations of the fused ops: generated names and their inverse, which problems a
 // configuration can run, the Default choice and the tuning candidates. Host only.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -200,7 +201,8 @@ Status config_fits(const NormArgs& a, const NormConfig& c) {
     return unsupported("cluster, early-weight and streaming candidates need 16-byte vectors");
   const std::int64_t nvec = p.hidden / vec;
   if (c.stream > 0) {
-    if (!is_stream(c.stream)) return unsupported(fmt::format("streaming rows per block {} not in 2, 4", c.stream));
+    if (!is_stream(c.stream)) return unsupported(fmt::format("streaming rows per block {} not in {}", c.stream,
+                                                             fmt::join(kernels::kRmsNormStreamRows, ", ")));
     if (c.items != 1 && c.items != 2 && c.items != 4)
       return unsupported(fmt::format("streaming items {} not in 1, 2, 4", c.items));
     if (c.threads_per_row > kernels::rms_norm_stream_max_threads(c.items))
