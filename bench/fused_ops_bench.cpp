@@ -2,7 +2,7 @@
 // the shapes of the H100 PyTorch anchors (residual add + RMSNorm [rows, hidden], SiLU-and-mul
 // [rows, 2 hidden]) plus more rows, each timed two ways on rotated inputs (> 2x L2 in total):
 //   graph: N calls captured in a CUDA graph, replays timed with events, per-call median;
-//   b2b:   back-to-back calls on a primed queue (EventTimer: a sleep kernel before every 32 calls,
+//   b2b:   back-to-back calls on a primed queue (CallTimer: a sleep kernel before every 32 calls,
 //          an event pair around every 8), per-call median of the groups; the torch script times
 //          its back-to-back numbers the same way. Without --torch the "beats compile" column
 //          compares this with the anchors' do_bench time (an event pair per call, which adds ~2.5 us).
@@ -33,11 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/graph_timing.hpp"
-#include "cuda/cuda_util.hpp"
-#include "ops/ops_args.hpp"
-#include "ops/ops_workload.hpp"
+#include "bench_util.hpp"
+#include "graph_timing.hpp"
 #include "tunable/context.hpp"
+#include "tunable/measure.hpp"
 #include "tunable/ops.hpp"
 
 namespace tunable::bench {
@@ -122,7 +121,7 @@ class Instance {
       o_tok_ = take(rows * sizeof(float));
     }
     copies_ = std::max<std::size_t>(2, std::min<std::size_t>(4096, target_bytes / per_copy_ + 1));
-    check(data_.allocate(per_copy_ * copies_ + 256), "allocating the rotated copies");
+    data_.allocate(per_copy_ * copies_ + 256);
     o_scale_ = per_copy_ * copies_;
     // Every byte random: the inputs, and outputs that are overwritten anyway.
     check(fill_random(data_.get(), t, per_copy_ * copies_ / size_of(t), 42, 1.0f, nullptr), "fill_random");
@@ -151,23 +150,17 @@ class Instance {
 
   /// The tuned (or Default) candidate serving this problem, as the results store names it.
   std::string solution(Context& ctx) const {
+    FusedOpProblem p;
+    p.op = op_.act ? FusedOp::kActAndMul : op_.fused ? FusedOp::kFusedAddRmsNorm : FusedOp::kRmsNorm;
+    p.dtype = t_;
+    p.rows = rows_;
+    p.hidden = hidden_;
+    p.convention = op_.weight;
+    p.activation = op_.activation;
+    p.fp8 = op_.fp8;
     std::string op_sig, params_sig, fallback;
-    if (op_.act) {
-      ActArgs a;
-      a.prob = ActProblem{t_, op_.activation, op_.fp8, rows_, hidden_};
-      a.x_stride = 2 * hidden_;
-      a.out_stride = hidden_;
-      op_sig = op_signature(a.prob);
-      params_sig = params_signature(a.prob);
-      fallback = config_name(default_here(a));
-    } else {
-      NormArgs a;
-      a.prob = NormProblem{op_.fused, t_, op_.weight, op_.fp8, rows_, hidden_};
-      a.x_stride = a.residual_stride = a.out_stride = hidden_;
-      op_sig = op_signature(a.prob);
-      params_sig = params_signature(a.prob);
-      fallback = config_name(default_here(a));
-    }
+    check(fused_op_signatures(p, &op_sig, &params_sig), "signatures");
+    check(fused_op_default_configuration(ctx, p, &fallback), "Default's configuration");
     for (const ResultRecord& r : ctx.results())
       if (r.op_signature == op_sig && r.params_signature == params_sig)
         return r.solution == "Default" ? "Default=" + fallback : r.solution;
@@ -180,7 +173,7 @@ class Instance {
   std::int64_t rows_, hidden_;
   std::size_t per_copy_ = 0, copies_ = 1;
   std::size_t o_x_ = 0, o_res_ = 0, o_w_ = 0, o_out_ = 0, o_tok_ = 0, o_scale_ = 0;
-  DeviceBuffer data_;
+  DeviceMemory data_;
 };
 
 using Call = std::function<void(std::size_t)>;
@@ -207,7 +200,7 @@ class SameBytes {
     per_copy_ = o_out_ + (out + 255) / 256 * 256;
     // Uncapped below 2^16 copies: a rotation barely above the L2 would flatter the reference.
     copies_ = std::max<std::size_t>(2, std::min<std::size_t>(65536, target_bytes / per_copy_ + 1));
-    check(data_.allocate(per_copy_ * copies_), "allocating the same-bytes copies");
+    data_.allocate(per_copy_ * copies_);
     check(fill_random(data_.get(), DataType::kF32, per_copy_ * copies_ / 4, 7, 1.0f, nullptr), "fill_random");
     check(cudaDeviceSynchronize(), "fill");
   }
@@ -261,13 +254,13 @@ class SameBytes {
   int ratio_ = 0, threads_ = 256, items_ = 1, best_threads_ = 256, best_items_ = 1;
   std::int64_t n_out_ = 0;
   std::size_t o_out_ = 0, per_copy_ = 0, copies_ = 1;
-  DeviceBuffer data_;
+  DeviceMemory data_;
 };
 
-/// Per-call time of `iters` back-to-back launches (EventTimer: primed queue, events every 8 calls); median.
+/// Per-call time of `iters` back-to-back launches (CallTimer: primed queue, events every 8 calls); median.
 double b2b_us(cudaStream_t s, std::size_t iters, const Call& call) {
   for (std::size_t i = 0; i < std::min<std::size_t>(iters, 8); ++i) call(i);  // warm-up
-  EventTimer timer(s);
+  CallTimer timer(s);
   std::vector<double> ms;
   check(timer.time_calls(static_cast<int>(iters),
                          [&](int i) {
@@ -370,10 +363,10 @@ int run(const Args& args) {
   if (!args.torch.empty()) read_torch(args.torch, &refs);
 
   check(cudaSetDevice(0), "cudaSetDevice");
-  const cudaDeviceProp& prop = device_properties(0);
-  const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
-  CudaStream stream;
-  check(stream.create(), "stream");
+  DeviceInfo prop;
+  check(device_info(0, &prop), "device");
+  const std::size_t l2 = prop.l2_bytes;
+  OwnedStream stream;
   cudaStream_t s = stream.get();
 
   Options opt;
@@ -394,7 +387,7 @@ int run(const Args& args) {
   const double empty_pdl_graph = graph_us(s, empty_calls, empty_pdl, args.reps);
   fmt::print("device {} ({} SMs, L2 {} MiB): copy bandwidth {:.3f} TB/s, empty kernel {:.2f} us graph, "
              "{:.2f} us back-to-back ({:.2f} us graph with PDL)\n",
-             prop.name, prop.multiProcessorCount, l2 >> 20, bw / 1e12, empty_graph, empty_b2b, empty_pdl_graph);
+             prop.name, prop.sm_count, l2 >> 20, bw / 1e12, empty_graph, empty_b2b, empty_pdl_graph);
 
   json rows_json = json::array();
   std::ofstream csv(std::filesystem::path(args.out) / "fused_ops.csv");
@@ -526,7 +519,7 @@ int run(const Args& args) {
     }
   }
   const json doc = {{"device", prop.name},
-                    {"sm_count", prop.multiProcessorCount},
+                    {"sm_count", prop.sm_count},
                     {"l2_bytes", l2},
                     {"copy_bandwidth_bytes_per_s", bw},
                     {"empty_kernel_graph_us", empty_graph},

@@ -16,16 +16,24 @@
 #include <sstream>
 #include <tuple>
 
-#include "cuda/cuda_util.hpp"
-#include "gemm/cuda/cublaslt.hpp"
-#include "gemm/cuda/cuda_resources.hpp"
-#include "tune/tuner.hpp"
+#include "bench_util.hpp"
 #include "tunable/gemm.hpp"
+#include "tunable/measure.hpp"
 
 namespace tunable::bench {
 namespace {
 
 using json = nlohmann::json;
+
+// Operand extents of y = op(A) op(B) (BLAS column-major).
+std::int64_t a_rows(const GemmDesc& d) { return d.transa == Transpose::kN ? d.m : d.k; }
+std::int64_t a_cols(const GemmDesc& d) { return d.transa == Transpose::kN ? d.k : d.m; }
+std::int64_t b_rows(const GemmDesc& d) { return d.transb == Transpose::kN ? d.k : d.n; }
+std::int64_t b_cols(const GemmDesc& d) { return d.transb == Transpose::kN ? d.n : d.k; }
+// Elements spanned by one matrix: ld * (cols - 1) + rows.
+std::size_t span(std::int64_t ld, std::int64_t rows, std::int64_t cols) {
+  return static_cast<std::size_t>(ld * (cols - 1) + rows);
+}
 
 struct Shape {
   std::string model, layer;
@@ -101,8 +109,8 @@ std::vector<Problem> suite(const std::vector<Shape>& shapes, const std::vector<s
 // Rotating operands: enough weight copies that they exceed eight times the L2 (the tuner's rule; at least 400 MB of
 // weights where memory allows, like the anchors), all holding random data.
 struct Operands {
-  std::vector<DeviceBuffer> a, b, c;
-  DeviceBuffer bias, scales;
+  std::vector<DeviceMemory> a, b, c;
+  DeviceMemory bias, scales;
   std::vector<GemmOperands> ops;
   Operands(const GemmDesc& d, std::size_t l2) {
     const std::size_t wa = span(d.lda, a_rows(d), a_cols(d)) * size_of(d.dtype);
@@ -113,14 +121,14 @@ struct Operands {
     a.resize(copies);
     b.resize(copies);
     c.resize(copies);
-    ok(scales.allocate(32), "scales");
+    scales.allocate(32);
     const float sc[8] = {0.5f, 0, 0, 0, 1.5f, 0, 0, 0};  // 16-byte aligned scale_b
     ck(cudaMemcpy(scales.get(), sc, 32, cudaMemcpyHostToDevice), "scales");
-    ok(bias.allocate(d.m * size_of(d.out_dtype)), "bias");
+    bias.allocate(d.m * size_of(d.out_dtype));
     for (std::size_t i = 0; i < copies; ++i) {
-      ok(a[i].allocate(wa), "A");
-      ok(b[i].allocate(span(d.ldb, b_rows(d), b_cols(d)) * size_of(d.dtype)), "B");
-      ok(c[i].allocate(span(d.ldc, d.m, d.n) * size_of(d.out_dtype)), "C");
+      a[i].allocate(wa);
+      b[i].allocate(span(d.ldb, b_rows(d), b_cols(d)) * size_of(d.dtype));
+      c[i].allocate(span(d.ldc, d.m, d.n) * size_of(d.out_dtype));
       ok(fill_random(a[i].get(), d.dtype, wa / size_of(d.dtype), 11 * i + 1, 1.0f, nullptr), "fill");
       ok(fill_random(b[i].get(), d.dtype, b[i].size() / size_of(d.dtype), 11 * i + 2, 1.0f, nullptr), "fill");
       ok(fill_random(c[i].get(), d.out_dtype, c[i].size() / size_of(d.out_dtype), 11 * i + 3, 1.0f, nullptr), "fill");
@@ -140,12 +148,12 @@ struct Timing {
   int iters = 0;
 };
 
-// Back-to-back: the tuner's method (EventTimer: a primed queue, an event pair around every 8 calls),
+// Back-to-back: the tuner's method (CallTimer: a primed queue, an event pair around every 8 calls),
 // per-call median. `fn(i)` runs call i.
 Timing time_b2b(cudaStream_t s, const std::function<Status(int)>& fn, double budget_ms = 15) {
   // Calls go through tunable::gemm (validation, lookup), so the GPU is held longer per queued
   // call than in the tuner, which calls solutions directly.
-  EventTimer timer(s, 60000);
+  CallTimer timer(s, 60000);
   std::vector<double> t;
   ok(timer.time_calls(5, fn, &t), "warmup");  // warmup
   const double est = std::max(1e-3, median_of(t));
@@ -155,14 +163,14 @@ Timing time_b2b(cudaStream_t s, const std::function<Status(int)>& fn, double bud
   return {median_of(t) * 1e3, n};
 }
 
-// Two contenders timed in one run: call i goes to fb where is_b(i), else to fa; EventTimer groups
+// Two contenders timed in one run: call i goes to fb where is_b(i), else to fa; CallTimer groups
 // of `group` calls, `cycle` calls per pattern, 1 to max_cycles patterns within about budget_ms.
 template <class IsB>
 std::pair<Timing, Timing> time_alternating(cudaStream_t s, const std::function<Status(int)>& fa,
                                            const std::function<Status(int)>& fb, IsB is_b, int group,
                                            int cycle, int max_cycles, double budget_ms) {
   auto fn = [&](int i) { return is_b(i) ? fb(i) : fa(i); };
-  EventTimer timer(s, 60000, group);
+  CallTimer timer(s, 60000, group);
   std::vector<double> t;
   ok(timer.time_calls(cycle, fn, &t), "warmup");
   const double est = std::max(1e-3, median_of(t));
@@ -174,30 +182,30 @@ std::pair<Timing, Timing> time_alternating(cudaStream_t s, const std::function<S
   return {{median_of(ta) * 1e3, n / 2}, {median_of(tb) * 1e3, n / 2}};
 }
 
-// Default and tuned alternating every EventTimer group of 8 calls, so both see the same clock and
+// Default and tuned alternating every CallTimer group of 8 calls, so both see the same clock and
 // power state: on long compute-bound GEMMs the clock drifts by 3-5% between separately timed runs,
 // which made Default differ from itself by more than the 2% we judge by. The group right after the
 // timer's queue-priming sleep (every 32 calls) runs on a rested GPU, so the pattern is
 // A B B A | B A A B per 64 calls: each contender gets that slot equally often.
 std::pair<Timing, Timing> time_paired(cudaStream_t s, const std::function<Status(int)>& fa,
                                       const std::function<Status(int)>& fb, double budget_ms = 30) {
-  constexpr int kG = EventTimer::kGroup, kCycle = 2 * EventTimer::kCallsPerPrime;
-  static_assert(EventTimer::kCallsPerPrime == 4 * kG, "the pattern assumes 4 groups per priming");
+  constexpr int kG = CallTimer::kGroup, kCycle = 2 * CallTimer::kCallsPerPrime;
+  static_assert(CallTimer::kCallsPerPrime == 4 * kG, "the pattern assumes 4 groups per priming");
   auto is_b = [](int i) {
     const int g = (i / kG) % 4;
-    return ((g == 1 || g == 2) ? 1 : 0) ^ ((i / EventTimer::kCallsPerPrime) % 2);
+    return ((g == 1 || g == 2) ? 1 : 0) ^ ((i / CallTimer::kCallsPerPrime) % 2);
   };
   return time_alternating(s, fa, fb, is_b, kG, kCycle, 12, budget_ms);
 }
 
 // The same pair as a stream of launches: each timed run is one primed run of
-// EventTimer::kCallsPerPrime calls of one contender with an event pair around the run and none
+// CallTimer::kCallsPerPrime calls of one contender with an event pair around the run and none
 // inside it, so every call but the run's first may overlap its predecessor (PDL) as in a decoder's
 // stream, where the grouped timing above stops that overlap at every group edge. Runs alternate
 // A B B A.
 std::pair<Timing, Timing> time_stream_paired(cudaStream_t s, const std::function<Status(int)>& fa,
                                              const std::function<Status(int)>& fb, double budget_ms = 30) {
-  constexpr int kRun = EventTimer::kCallsPerPrime;
+  constexpr int kRun = CallTimer::kCallsPerPrime;
   auto is_b = [](int i) {
     const int r = (i / kRun) % 4;
     return r == 1 || r == 2;
@@ -228,11 +236,11 @@ struct CapturedCalls {
   // us per call of each of `replays` replays (an event pair around each), appended to `out`.
   void time(cudaStream_t s, int replays, std::vector<double>* out) const {
     ck(cudaGraphLaunch(exec, s), "launch");
-    EventTimer timer(s, 20000, 1);
+    CallTimer timer(s, 20000, 1);
     std::vector<double> t;
     ok(timer.time_calls(replays, [&](int) {
-         TUNABLE_CUDA_CHECK(cudaGraphLaunch(exec, s));
-         return Status::ok();
+         const cudaError_t e = cudaGraphLaunch(exec, s);
+         return e == cudaSuccess ? Status::ok() : Status(StatusCode::kCudaError, cudaGetErrorString(e));
        }, &t), "graph timing");
     for (double ms : t) out->push_back(ms * 1e3 / per_graph);
   }
@@ -353,20 +361,17 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   Options po = o;
   po.enabled = false;
   Context plain(Device::cuda(0), po);
-  std::unique_ptr<CudaGemmResources> res;
-  ok(CudaGemmResources::create(0, static_cast<std::size_t>(o.workspace_mib) << 20, &res), "resources");
-  auto heur = make_lt_heuristic_provider(res.get());
-  const cudaDeviceProp& prop = device_properties(0);
-  int drv = 0;
-  cudaDriverGetVersion(&drv);
+  DeviceInfo prop;
+  ok(device_info(0, &prop), "device");
+  const int drv = prop.driver_version;
 
   double bw = 0;
   ok(measure_copy_bandwidth(s, &bw), "copy bandwidth");
   std::map<DataType, double> peak;
   for (const auto& p : probs)
     if (!peak.count(p.dtype)) peak[p.dtype] = measure_peak(plain, p.dtype, s);
-  fmt::print("device {} ({} SMs, L2 {} MB), driver {}; copy {:.2f} TB/s", prop.name, prop.multiProcessorCount,
-             prop.l2CacheSize >> 20, drv, bw / 1e12);
+  fmt::print("device {} ({} SMs, L2 {} MB), driver {}; copy {:.2f} TB/s", prop.name, prop.sm_count,
+             prop.l2_bytes >> 20, drv, bw / 1e12);
   for (auto& [dt, v] : peak) fmt::print("; {} peak {:.0f} TFLOP/s", short_name(dt), v / 1e12);
   fmt::print("\n");
 
@@ -376,7 +381,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   int regressions = 0, regressions_stream = 0, regressions_graph = 0;
   for (const auto& p : probs) {
     const GemmDesc d = p.desc();
-    Operands ops(d, prop.l2CacheSize);
+    Operands ops(d, prop.l2_bytes);
     const std::size_t nc = ops.ops.size();
     auto via = [&](Context& c) {
       return [&, cptr = &c](int i) { return gemm(*cptr, d, ops.ops[i % nc], reinterpret_cast<Stream>(s)); };
@@ -385,17 +390,18 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
     // (median over rounds) so GPU clock drift favours no one.
     std::vector<std::pair<std::string, std::function<Status(int)>>> contenders = {
         {"default", via(plain)}, {"tuned", via(tuned)}};
-    std::vector<SolutionPtr<GemmArgs>> hs;
-    (void)heur->enumerate(GemmArgs{d, {}}, &hs);
-    void* ws = nullptr;
-    ok(res->workspace(s, res->workspace_limit(), &ws), "workspace");
+    // cuBLASLt's own top heuristic results, run by name as a results file naming them would run.
+    std::vector<GemmCandidate> hs;
+    ok(gemm_candidates(plain, d, &hs, "cublaslt_heuristic"), "heuristics");
     int nh = 0;
     for (const auto& h : hs) {
-      if (nh >= 8 || h->name().find("_fa") != std::string::npos) continue;
-      if (!h->can_implement(GemmArgs{d, ops.ops[0]}).is_ok()) continue;
+      if (nh >= 8 || h.name.find("_fa") != std::string::npos) continue;
+      const Status can = gemm_with_solution(plain, d, h.name, ops.ops[0], reinterpret_cast<Stream>(s));
+      if (can.code() == StatusCode::kNotSupported) continue;
+      ok(can, h.name);
       ++nh;
-      contenders.push_back({h->name(), [&, h](int i) {
-        return h->run(GemmArgs{d, ops.ops[i % nc]}, ws, res->workspace_limit(), reinterpret_cast<Stream>(s));
+      contenders.push_back({h.name, [&, name = h.name](int i) {
+        return gemm_with_solution(plain, d, name, ops.ops[i % nc], reinterpret_cast<Stream>(s));
       }});
     }
     std::vector<std::vector<double>> rounds(contenders.size()), stream_rounds(2);
@@ -463,7 +469,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   json summary;
   for (auto& [k, v] : sp_tuned) summary[k] = {{"geomean_tuned", geomean(v)}, {"geomean_heur8", geomean(sp_heur[k])},
                                                {"count", v.size()}};
-  json j = {{"device", prop.name}, {"sm_count", prop.multiProcessorCount}, {"l2_bytes", prop.l2CacheSize},
+  json j = {{"device", prop.name}, {"sm_count", prop.sm_count}, {"l2_bytes", prop.l2_bytes},
             {"driver", drv}, {"copy_bw", bw}, {"rows", rows}, {"summary", summary},
             {"regressions_over_2pct", regressions}, {"regressions_over_2pct_stream", regressions_stream},
             {"regressions_over_2pct_graph", regressions_graph}};
@@ -484,7 +490,7 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
                        r["tuned_stream_us"].get<double>());
   std::ofstream md(out + "/gemm_verify.md");
   md << fmt::format("Device {} ({} SMs), driver {}, copy bandwidth {:.2f} TB/s\n\n", prop.name,
-                    prop.multiProcessorCount, drv, bw / 1e12);
+                    prop.sm_count, drv, bw / 1e12);
   md << "| set | problems | geomean tuned/Default | geomean best-of-8-heuristics/Default |\n|---|---|---|---|\n";
   for (auto& [k, v] : sp_tuned)
     md << fmt::format("| {} | {} | {:.3f} | {:.3f} |\n", k, v.size(), geomean(v), geomean(sp_heur[k]));

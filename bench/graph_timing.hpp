@@ -1,7 +1,7 @@
 // Graph timing of the fused-op benchmarks (tunable_fused_bench, tunable_norm_chain): the per-call
 // time of many launches captured into one CUDA graph, so launch overhead between calls is what a
 // CUDA-graph decode step sees rather than what the host adds. The capture and replays are the
-// library's (EventTimer::time_graph, which the tuner's graph tie-break uses); this adds the
+// library's (CallTimer::time_graph: the tuner's graph tie-break times the same way); this adds the
 // benches' contract: calls that throw, errors thrown, the median in us.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_util.hpp"
+#include "tunable/measure.hpp"
 
 namespace tunable::bench {
 
@@ -23,7 +23,7 @@ namespace tunable::bench {
 /// capture and is thrown again; a failed capture or replay throws std::runtime_error.
 inline double graph_us(cudaStream_t s, std::size_t calls, const std::function<void(std::size_t)>& call, int reps) {
   std::string thrown;
-  EventTimer timer(s);
+  CallTimer timer(s);
   std::vector<double> ms;
   const Status st = timer.time_graph(
       static_cast<int>(calls),

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tunable/context.hpp"
 #include "tunable/status.hpp"
@@ -83,5 +84,24 @@ Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands,
 /// Tunes `desc` now (fresh random inputs; no user operands needed) unless a result exists.
 /// Fills `solution` with the chosen name when non-null.
 Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution = nullptr);
+
+/// One candidate the tuner would consider: its name (as results files write it) and its provider.
+struct GemmCandidate {
+  std::string name;
+  std::string provider;  ///< "default", "cublaslt_heuristic", "cublaslt_exhaustive", "skinny", "openblas", ...
+};
+
+/// The candidates for `desc` on the context's device, unchecked and untimed: Default first, then
+/// each provider's in its own order (cuBLASLt's heuristic results in cuBLASLt's ranking). With
+/// `provider` set, only that provider's (its name as above; an unknown name gives an empty list).
+/// For comparing against, e.g., what cuBLASLt's own heuristic would run.
+Status gemm_candidates(Context& ctx, const GemmDesc& desc, std::vector<GemmCandidate>* out,
+                       const std::string& provider = "");
+
+/// Runs the candidate named `solution` on `operands` without lookup or tuning: exactly what a
+/// results file naming it would run. kInvalidArgument when no provider knows the name,
+/// kNotSupported when it cannot serve this call (e.g. the pointers' alignment).
+Status gemm_with_solution(Context& ctx, const GemmDesc& desc, const std::string& solution,
+                          const GemmOperands& operands, Stream stream = nullptr);
 
 }  // namespace tunable

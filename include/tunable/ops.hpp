@@ -91,6 +91,28 @@ Status act_and_mul(Context& ctx, void* out, const void* x, std::int64_t rows, st
                    Activation act = Activation::kSilu, Stream stream = nullptr,
                    const Fp8Output& fp8 = Fp8Output::none());
 
+/// A fused-op problem as its tuning sees it (no pointers): for the questions below.
+enum class FusedOp { kRmsNorm, kFusedAddRmsNorm, kActAndMul };
+struct FusedOpProblem {
+  FusedOp op = FusedOp::kRmsNorm;
+  DataType dtype = DataType::kBF16;
+  std::int64_t rows = 0;
+  std::int64_t hidden = 0;                    ///< act_and_mul: d (each x row holds 2 d)
+  NormWeight convention = NormWeight::kLlama;  ///< norms only
+  Activation activation = Activation::kSilu;   ///< act_and_mul only
+  Fp8Scaling fp8 = Fp8Scaling::kNone;
+};
+
+/// The signatures the problem's result is stored under in a results file (rows rounded up to their
+/// bucket), e.g. ("FusedAddRmsNormTunableOp_BFloat16", "rows_1024_hidden_4096"); kInvalidArgument /
+/// kNotSupported as the op itself would refuse the problem.
+Status fused_op_signatures(const FusedOpProblem& problem, std::string* op_signature,
+                           std::string* params_signature);
+
+/// The launch configuration Default runs for the problem on the context's device (e.g.
+/// "rms_bf16_t256_r1_v8"), so that a report can say what an untuned call ran.
+Status fused_op_default_configuration(Context& ctx, const FusedOpProblem& problem, std::string* name);
+
 /// Tunes the problem a pair of signatures names (as found in a results or untuned file), with
 /// fresh random inputs, unless a result exists; `solution` receives the chosen candidate's name.
 /// E.g. ("FusedAddRmsNormTunableOp_BFloat16", "rows_1024_hidden_4096").

@@ -238,7 +238,7 @@ cudaError_t launch_act_and_mul(const ActAndMulParams& p, const ActAndMulLaunch& 
 
 /// The one runtime-to-template dispatch: element type, output type, vector width, items,
 /// activation and sigmoid flavour.
-inline cudaError_t launch_act_and_mul(const ActAndMulParams& p, DataType dtype,
+inline cudaError_t launch_act_and_mul(const ActAndMulParams& p, FloatType dtype,
                                       const ActAndMulLaunch& l, cudaStream_t stream) {
   return dispatch_float_type(dtype, [&](auto tag) -> cudaError_t {
     using T = decltype(tag);

@@ -13,8 +13,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "tunable/types.hpp"
-
 namespace tunable::kernels {
 
 /// Largest finite e4m3 value; FP8 outputs saturate to +-kFp8E4M3Max.
@@ -89,7 +87,7 @@ enum class LoadPolicy {
   kReadOnly,  ///< read-only path (ld.global.nc): no kernel of this launch writes it (weights)
 };
 // No evict-first (ld.global.cs) policy: on the H100 it made act-and-mul 3-4 % slower than plain
-// loads at 100-400 MB (bench/results/2026-11-22-h100-fused-ops-round4/).
+// loads at 100-400 MB (docs/fused-ops.md).
 
 template <class V, LoadPolicy P = LoadPolicy::kCoherent>
 __device__ __forceinline__ V load_vec(const void* p) {
@@ -201,7 +199,7 @@ __device__ __forceinline__ void cluster_push_init(ClusterPushSlot* slots, int n)
 /// Reduces v over a thread-block cluster (sm_90+) by pushing it into every block's `slot` and
 /// waiting for all values to land in this block's: one one-way trip through distributed shared
 /// memory. (Reading the other blocks' values between two cluster barriers instead cost the norm
-/// 1.2-1.6 us more per call at 1-64 rows, bench/NOTES-fused.md round 7.) PER_WARP: v is each warp's own value
+/// 1.2-1.6 us more per call at 1-64 rows on the H100.) PER_WARP: v is each warp's own value
 /// (warp_reduce'd) and every warp pushes it, so no block barrier precedes the push; otherwise v
 /// is uniform over the block and warp 0 pushes it. Every block combines the values in the same
 /// order (lane i takes senders i and i + 32, then warp_reduce), so all get the same bits, the same
@@ -431,15 +429,19 @@ cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 blo
 
 // ---- dispatch ---------------------------------------------------------------------------------------
 
-/// Calls fn(T{}) with the element type of `t` (fp32, fp16, bf16); cudaErrorInvalidValue otherwise.
+/// The element types the fused-op kernels are instantiated for. Kernels name their own types so
+/// that device code depends on nothing above it; the library maps its DataType onto these.
+enum class FloatType { kF32, kF16, kBF16 };
+
+/// Calls fn(T{}) with the element type of `t`; cudaErrorInvalidValue for a value outside the enum.
 template <class Fn>
-cudaError_t dispatch_float_type(DataType t, Fn&& fn) {
+cudaError_t dispatch_float_type(FloatType t, Fn&& fn) {
   switch (t) {
-    case DataType::kF32: return fn(float{});
-    case DataType::kF16: return fn(__half{});
-    case DataType::kBF16: return fn(__nv_bfloat16{});
-    default: return cudaErrorInvalidValue;
+    case FloatType::kF32: return fn(float{});
+    case FloatType::kF16: return fn(__half{});
+    case FloatType::kBF16: return fn(__nv_bfloat16{});
   }
+  return cudaErrorInvalidValue;
 }
 
 /// Grid-size arithmetic in 64 bits.

@@ -1,5 +1,5 @@
-// RAII for CUDA objects, the event timer of the tuner, and device-side helpers for tuning
-// workloads (random fill, NaN poison, comparison against a double reference).
+// The CUDA layer: RAII for CUDA objects, the device facts every layer above reads (properties,
+// validators, capture state), and device-side fills and conversions for tuning workloads.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,14 +8,15 @@
 #include <cstdint>
 #include <utility>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/cuda_check.hpp"
-#include "tune/workload.hpp"
+#include "tunable/measure.hpp"
 #include "tunable/types.hpp"
 
 namespace tunable {
-namespace kernels {
-struct CompareTotals;
-}
 
 /// Device memory; move-only, freed in the destructor.
 class DeviceBuffer {
@@ -145,66 +146,24 @@ class RelaxedCaptureMode {
 /// current device, so a call made while another GPU is current would run (or fail) there.
 Status require_current_device(int ordinal);
 
-/// Times back-to-back calls on one stream: an event pair around every group of event_group(n)
-/// calls (the end event before the next priming sleep), and no synchronization between them. Every kCallsPerPrime calls a sleep
-/// kernel first holds the GPU while the host queues them, so small kernels are timed as the GPU
-/// runs them (as in a CUDA graph), not at the host's launch rate.
-class EventTimer final : public Timer {
- public:
-  static constexpr int kCallsPerPrime = 32;  // a multiple of kGroup
-  static constexpr int kGroup = 8;
-  /// Calls one event pair brackets when n calls are timed: up to `group` (the timer's; the tuner's
-  /// is kGroup). An event between two calls costs the GPU about a tiny kernel's time and stops a
-  /// PDL kernel from overlapping its predecessor, so every chunk the tuner compares (the 3-call
-  /// first probe included) must be grouped alike; per-call events made a 3 us kernel's probe read
-  /// 5.5 us and pruned it.
-  static constexpr int event_group(int n, int group = kGroup) { return n < 1 ? 1 : n < group ? n : group; }
-  /// prime_ns_per_call: how long the GPU is held per queued call; it must exceed the host's cost
-  /// of one launch (20 us covers a direct library call; callers timing through more layers pass more).
-  /// group: calls per event pair, a divisor of kCallsPerPrime (kGroup for the tuner; kCallsPerPrime
-  /// times whole primed runs with no event between calls, as a stream of launches runs); any other
-  /// value means kGroup.
-  explicit EventTimer(cudaStream_t stream, int prime_ns_per_call = 20000, int group = kGroup)
-      : stream_(stream), prime_ns_per_call_(prime_ns_per_call),
-        group_(group >= 1 && kCallsPerPrime % group == 0 ? group : kGroup) {}
-  Status time_calls(int n, const std::function<Status(int)>& fn,
-                    std::vector<double>* times) override;
-  /// Captures the n calls on the timer's stream (thread-local capture mode), replays the graph once
-  /// untimed and then `replays` times between events.
-  Status time_graph(int n, const std::function<Status(int)>& fn, int replays,
-                    std::vector<double>* times) override;
-
- private:
-  Status ensure_events(int count);
-
-  cudaStream_t stream_;
-  int prime_ns_per_call_;
-  int group_;
-  std::vector<CudaEvent> events_;
-};
-
-/// Uniform random values in [-scale, scale) of type `t` (hash of seed and index; no state).
-Status fill_random(void* p, DataType t, std::size_t n, std::uint64_t seed, float scale,
-                   cudaStream_t stream);
+// fill_random (tunable/measure.hpp) is defined in cuda_util.cu.
 /// Quiet NaN in every element (fp8 e4m3: its NaN encoding 0x7f).
 Status fill_nan(void* p, DataType t, std::size_t n, cudaStream_t stream);
-/// Device-to-device copy bandwidth in bytes/s (bytes read + written): the memory roofline the
-/// benchmarks state their floors against. Median over `calls` back-to-back 1 GiB copies of random
-/// data (EventTimer), after one warm-up copy; needs 2 GiB of free device memory.
-Status measure_copy_bandwidth(cudaStream_t stream, double* bytes_per_s, int calls = 16);
 /// Copies a (rows x cols, leading dimension ld) matrix of type `t` into a dense double array.
 Status to_double(const void* src, DataType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                  double* dst, cudaStream_t stream);
-/// The elementwise check of compare_outputs() on the device: got/ref are dense doubles.
-Status compare_on_device(const double* got, const double* ref, std::size_t n, const Tolerance& tol,
-                         NumericsReport* report, cudaStream_t stream);
-
-/// The tuner's report from the device comparison's totals (kernels/reference/gemm_reference.cuh),
-/// ref_rms the reference's root mean square the absolute tolerance was scaled by.
-NumericsReport numerics_report(const kernels::CompareTotals& totals, double ref_rms);
-
 /// Properties of device `ordinal`, read once and kept; all zero (multiProcessorCount 0) when they
 /// cannot be read, which is not kept, so a later call reads again.
 const cudaDeviceProp& device_properties(int ordinal);
+
+/// Whether `stream` is being captured into a CUDA graph. A failed query counts as capturing: the
+/// callers use this to decide whether they may tune, allocate or synchronize, and doing any of
+/// those inside a capture would break the caller's graph.
+bool stream_capturing(Stream stream);
+
+/// What invalidates a result tuned on cuda:`ordinal`: CUDA runtime and driver, cuBLAS and cuBLASLt
+/// versions, GPU name (as the driver reports it), compute capability and SM count, as (key, value).
+/// kNoDevice when no device is visible, kInvalidArgument for an ordinal out of range.
+Status cuda_validators(int ordinal, std::vector<std::pair<std::string, std::string>>* out);
 
 }  // namespace tunable

@@ -66,4 +66,35 @@ Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution) {
   });
 }
 
+Status gemm_candidates(Context& ctx, const GemmDesc& desc, std::vector<GemmCandidate>* out,
+                       const std::string& provider) {
+  return guarded("gemm_candidates", [&] {
+    if (out == nullptr) return Status(StatusCode::kInvalidArgument, "gemm_candidates: null output");
+    out->clear();
+    TUNABLE_RETURN_IF_ERROR(validate(desc));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(on_device.use(ctx.device()));
+    TunableOp<GemmArgs>* op = nullptr;
+    TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+    std::vector<SolutionPtr<GemmArgs>> sols;
+    std::vector<std::string> providers;
+    TUNABLE_RETURN_IF_ERROR(op->candidates(GemmArgs{desc, GemmOperands{}}, &sols, &providers));
+    for (std::size_t i = 0; i < sols.size(); ++i)
+      if (provider.empty() || providers[i] == provider) out->push_back({sols[i]->name(), providers[i]});
+    return Status::ok();
+  });
+}
+
+Status gemm_with_solution(Context& ctx, const GemmDesc& desc, const std::string& solution,
+                          const GemmOperands& operands, Stream stream) {
+  return guarded("gemm_with_solution", [&] {
+    TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(on_device.use(ctx.device()));
+    TunableOp<GemmArgs>* op = nullptr;
+    TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+    return op->run_named(solution, GemmArgs{desc, operands}, stream);
+  });
+}
+
 }  // namespace tunable

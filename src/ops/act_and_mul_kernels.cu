@@ -22,7 +22,7 @@ Status launch_fused_op(const ActArgs& a, const ActConfig& c, Stream stream) {
   l.items = c.items;
   l.fast = c.fast;
   l.rows_per_thread = c.rows_per_thread;
-  TUNABLE_CUDA_CHECK(kernels::launch_act_and_mul(p, a.prob.dtype, l, stream));
+  TUNABLE_CUDA_CHECK(kernels::launch_act_and_mul(p, kernel_float_type(a.prob.dtype), l, stream));
   return Status::ok();
 }
 

@@ -271,7 +271,7 @@ NormConfig default_config(const NormArgs& a, bool clusters) {
   c.vec16 = p.hidden % vec16_elems(p.dtype) == 0 && vec16_aligned(a);
   const std::int64_t nvec = p.hidden / vec_elems(p.dtype, c.vec16);
   // <= 64 rows of >= 512 vectors: the row split over a cluster whose blocks push their sums to
-  // each other (H100, NOTES-fused round 7: 5-50 % faster per call in graphs than the register
+  // each other (H100: 5-50 % faster per call in graphs than the register
   // kernel's best shape). Up to 16 rows: ~128 threads per block (c4_t128 at 4096 bf16, c8_t128 at 8192, c8_t256
   // at 16384); 17-64 rows: two blocks of <= 256 threads x 1-2 items (c2_t256, c2_t256_i2, c2_t512_i2).
   if (clusters && c.vec16 && p.rows <= 64 && nvec >= 512) {
@@ -298,8 +298,8 @@ NormConfig default_config(const NormArgs& a, bool clusters) {
     c.rows_per_block = static_cast<int>(std::min<std::int64_t>(8, rows_bucket(p.rows)));
     return c;
   }
-  // 512 < rows <= 1024 of 1024-2048 vectors: blocks walking two rows with the next one in flight (H100,
-  // NOTES-fused round 11: 3-7 % faster in graphs than the register kernels of the rule below at
+  // 512 < rows <= 1024 of 1024-2048 vectors: blocks walking two rows with the next one in flight (H100:
+  // 3-7 % faster in graphs than the register kernels of the rule below at
   // 1024 rows of 16384 and 8192 bf16).
   if (p.rows > 512 && p.rows <= 1024 && c.vec16 && nvec >= 1024 && nvec <= 2048) {
     NormConfig t = c;
@@ -394,8 +394,8 @@ std::vector<NormConfig> candidate_configs(const NormArgs& a) {
       }
     }
   }
-  // Many rows of long rows: blocks walking 2 or 4 rows each with the next row in flight (NOTES-fused
-  // round 11: ahead of the one-row-per-block kernels at 1024 rows of 8192 and 16384).
+  // Many rows of long rows: blocks walking 2 or 4 rows each with the next row in flight (H100:
+  // ahead of the one-row-per-block kernels at 1024 rows of 8192 and 16384).
   if (vec16 && rows >= 512 && nvec > 256) {
     for (int s : kernels::kRmsNormStreamRows) {
       for (int items : {1, 2, 4}) {

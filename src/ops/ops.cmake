@@ -1,11 +1,5 @@
-# Fused LLM ops (issue 5): entry points and tuning glue in src/ops, kernels in kernels/norm and
-# kernels/activation (instantiated by the two *_kernels.cu files). Included by the top-level
-# CMakeLists.txt right after add_library(tunable).
-target_sources(tunable PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/signature.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/configs.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/ops_solutions.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/ops.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/ops_workload.cu
-  ${CMAKE_CURRENT_LIST_DIR}/rms_norm_kernels.cu
-  ${CMAKE_CURRENT_LIST_DIR}/act_and_mul_kernels.cu)
+# Fused LLM ops: entry points and tuning glue in src/ops, kernels in kernels/norm and
+# kernels/activation (instantiated by the two *_kernels.cu bridges). Paths relative to src/.
+set(TUNABLE_OPS_SOURCES
+  ops/signature.cpp ops/configs.cpp ops/ops_solutions.cpp ops/ops.cpp ops/ops_workload.cu
+  ops/rms_norm_kernels.cu ops/act_and_mul_kernels.cu)

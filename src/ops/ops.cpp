@@ -181,3 +181,52 @@ Status tune_fused_op(Context& ctx, const std::string& op_sig, const std::string&
 }
 
 }  // namespace tunable
+
+namespace tunable {
+namespace {
+
+// The problem's arguments as a dense call would give them (no pointers), validated as the op would.
+Status problem_args(const FusedOpProblem& p, NormArgs* norm, ActArgs* act, bool* is_act) {
+  *is_act = p.op == FusedOp::kActAndMul;
+  if (*is_act) {
+    act->prob = ActProblem{p.dtype, p.activation, p.fp8, p.rows, p.hidden};
+    act->x_stride = 2 * p.hidden;
+    act->out_stride = p.hidden;
+    return validate(*act, /*with_pointers=*/false);
+  }
+  norm->prob = NormProblem{p.op == FusedOp::kFusedAddRmsNorm, p.dtype, p.convention, p.fp8, p.rows, p.hidden};
+  norm->x_stride = norm->residual_stride = norm->out_stride = p.hidden;
+  return validate(*norm, /*with_pointers=*/false);
+}
+
+}  // namespace
+
+Status fused_op_signatures(const FusedOpProblem& problem, std::string* op_sig, std::string* params_sig) {
+  return guarded("fused_op_signatures", [&] {
+    if (op_sig == nullptr || params_sig == nullptr)
+      return Status(StatusCode::kInvalidArgument, "fused_op_signatures: null output");
+    NormArgs n;
+    ActArgs a;
+    bool is_act = false;
+    TUNABLE_RETURN_IF_ERROR(problem_args(problem, &n, &a, &is_act));
+    *op_sig = is_act ? op_signature(a.prob) : op_signature(n.prob);
+    *params_sig = is_act ? params_signature(a.prob) : params_signature(n.prob);
+    return Status::ok();
+  });
+}
+
+Status fused_op_default_configuration(Context& ctx, const FusedOpProblem& problem, std::string* name) {
+  return guarded("fused_op_default_configuration", [&] {
+    if (name == nullptr) return Status(StatusCode::kInvalidArgument, "fused_op_default_configuration: null output");
+    NormArgs n;
+    ActArgs a;
+    bool is_act = false;
+    TUNABLE_RETURN_IF_ERROR(problem_args(problem, &n, &a, &is_act));
+    DeviceGuard on_device;  // Default's choice depends on the device (clusters on sm_90)
+    TUNABLE_RETURN_IF_ERROR(require_cuda(ctx, &on_device));
+    *name = is_act ? config_name(default_here(a)) : config_name(default_here(n));
+    return Status::ok();
+  });
+}
+
+}  // namespace tunable

@@ -22,6 +22,7 @@
 #include "cuda/cuda_util.hpp"
 #include "kernels/common/device_utils.cuh"
 #include "ops/ops_workload.hpp"
+#include "tune/cuda_timing.hpp"
 
 namespace tunable {
 namespace {
@@ -406,7 +407,7 @@ class NormWorkload final : public DeviceWorkload<NormArgs> {
     double* res = p_.fused ? reinterpret_cast<double*>(at(aux_, o_ref_res_)) : nullptr;
     double* tok = a.token_scales ? reinterpret_cast<double*>(at(aux_, o_ref_tok_)) : nullptr;
     const void* pristine = p_.fused ? at(aux_, o_pristine_) : nullptr;
-    const cudaError_t e = kernels::dispatch_float_type(p_.dtype, [&](auto tag) {
+    const cudaError_t e = kernels::dispatch_float_type(kernel_float_type(p_.dtype), [&](auto tag) {
       using T = decltype(tag);
       // Its own launch status (a <<<>>> launch and cudaGetLastError would also report an older error).
       return kernels::launch_kernel_ex(kernel_rms_norm_reference<T>, dim3(static_cast<unsigned>(p_.rows)),
@@ -466,7 +467,7 @@ class ActWorkload final : public DeviceWorkload<ActArgs> {
       TUNABLE_RETURN_IF_ERROR(
           fill_random(base + o_x, p_.dtype, 2 * n_, seed_for(seed, i, 0), kActInputRange, stream_));
     }
-    const cudaError_t e = kernels::dispatch_float_type(p_.dtype, [&](auto tag) {
+    const cudaError_t e = kernels::dispatch_float_type(kernel_float_type(p_.dtype), [&](auto tag) {
       using T = decltype(tag);
       return kernels::launch_kernel_ex(kernel_act_and_mul_reference<T>, dim3(blocks_for(n_, 256)), dim3(256), 0,
                                        stream_, false, dim3(1, 1, 1), static_cast<const T*>(args_[0].x), p_.rows,
@@ -531,13 +532,16 @@ Status make_act_workload(ContextImpl& ctx, const ActArgs& a, const Options& opt,
   return Status::ok();
 }
 
-bool stream_capturing(Stream stream) {
-  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &st) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return true;
+kernels::FloatType kernel_float_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kF16: return kernels::FloatType::kF16;
+    case DataType::kBF16: return kernels::FloatType::kBF16;
+    case DataType::kF32: return kernels::FloatType::kF32;
+    default: break;
   }
-  return st != cudaStreamCaptureStatusNone;
+  // validate() admits only the three above; anything else makes the launchers return
+  // cudaErrorInvalidValue rather than run a kernel of the wrong element type.
+  return static_cast<kernels::FloatType>(-1);
 }
 
 }  // namespace tunable

@@ -10,6 +10,9 @@
 #include "tune/workload.hpp"
 
 namespace tunable {
+namespace kernels {
+enum class FloatType;  // kernels/common/device_utils.cuh
+}
 
 /// Launches configuration `c` on `stream` (kCudaError naming the launch on failure).
 Status launch_fused_op(const NormArgs& a, const NormConfig& c, Stream stream);
@@ -35,8 +38,7 @@ Status make_norm_workload(ContextImpl& ctx, const NormArgs& a, const Options& op
 Status make_act_workload(ContextImpl& ctx, const ActArgs& a, const Options& opt,
                          std::unique_ptr<Workload<ActArgs>>* out);
 
-/// True while `stream` is being captured into a CUDA graph (also when the query itself fails,
-/// so nothing tunes inside an ambiguous capture).
-bool stream_capturing(Stream stream);
+/// The kernels' element type of a validated fused-op dtype (bf16, fp16, fp32).
+kernels::FloatType kernel_float_type(DataType dtype);
 
 }  // namespace tunable

@@ -32,7 +32,7 @@ Status launch_fused_op(const NormArgs& a, const NormConfig& c, Stream stream) {
   l.early_weight = c.early_weight;
   l.cluster = c.cluster;
   l.stream = c.stream;
-  TUNABLE_CUDA_CHECK(kernels::launch_rms_norm(p, a.prob.dtype, l, stream));
+  TUNABLE_CUDA_CHECK(kernels::launch_rms_norm(p, kernel_float_type(a.prob.dtype), l, stream));
   return Status::ok();
 }
 

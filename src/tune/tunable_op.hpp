@@ -8,7 +8,9 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -93,10 +95,37 @@ class TunableOp final : public TunableOpBase {
     return st;
   }
 
-  /// Candidates for `args`: Default first, then every provider's, names deduplicated.
-  Status candidates(const Args& args, std::vector<SolutionPtr<Args>>* out) const {
+  /// Runs the candidate `name` on `args` (rebuilt from its name as a stored result is), bypassing
+  /// lookup and tuning. kInvalidArgument when no provider knows the name.
+  Status run_named(const std::string& name, const Args& args, Stream stream) {
+    // Rebuilding from a name can cost a provider's validity check (cuBLASLt's AlgoCheck), so each
+    // (name, problem) is rebuilt once.
+    const std::string key = name + '|' + h_.params_signature(args);
+    SolutionPtr<Args> sol;
+    {
+      std::lock_guard<std::mutex> lock(named_mu_);
+      auto it = named_.find(key);
+      if (it != named_.end()) sol = it->second;
+    }
+    if (!sol) {
+      sol = rebuild(name, args);
+      if (!sol)
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("no provider of {} knows a candidate named '{}'", h_.op_signature, name));
+      std::lock_guard<std::mutex> lock(named_mu_);
+      named_.emplace(key, sol);
+    }
+    if (sol != h_.default_solution) TUNABLE_RETURN_IF_ERROR(sol->can_implement(args));
+    return dispatch(*sol, args, stream);
+  }
+
+  /// Candidates for `args`: Default first, then every provider's, names deduplicated. `providers`,
+  /// when given, receives each candidate's provider name ("default" for Default).
+  Status candidates(const Args& args, std::vector<SolutionPtr<Args>>* out,
+                    std::vector<std::string>* providers = nullptr) const {
     out->clear();
     out->push_back(h_.default_solution);
+    if (providers) *providers = {"default"};
     for (const auto& p : h_.providers) {
       std::vector<SolutionPtr<Args>> got;
       Status st = p->enumerate(args, &got);
@@ -108,7 +137,9 @@ class TunableOp final : public TunableOpBase {
       for (auto& s : got) {
         bool dup = false;
         for (const auto& o : *out) dup |= o->name() == s->name();
-        if (!dup) out->push_back(std::move(s));
+        if (dup) continue;
+        out->push_back(std::move(s));
+        if (providers) providers->push_back(p->name());
       }
     }
     return Status::ok();
@@ -245,6 +276,8 @@ class TunableOp final : public TunableOpBase {
   std::shared_mutex cache_mu_;
   std::unordered_map<ProblemKey, Choice, ProblemKeyHash> cache_;
   std::mutex tune_mu_;
+  std::mutex named_mu_;
+  std::map<std::string, SolutionPtr<Args>> named_;  // run_named's rebuilt solutions
 };
 
 }  // namespace tunable

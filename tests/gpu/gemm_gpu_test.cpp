@@ -15,6 +15,7 @@
 #include <cublasLt.h>
 
 #include "cuda/cuda_util.hpp"
+#include "tune/cuda_timing.hpp"
 #include "gemm/cuda/cuda_gemm.hpp"
 #include "test_util.hpp"
 #include "tunable/gemm.hpp"

@@ -1,8 +1,8 @@
 # Fused-op tests (issue 5), included from tests/CMakeLists.txt.
 # CPU: signatures, names, validation, Default and candidate choice (no GPU needed; label cpu).
 add_executable(tunable_ops_cpu_tests ${CMAKE_CURRENT_LIST_DIR}/../ops/ops_cpu_test.cpp)
-target_include_directories(tunable_ops_cpu_tests PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}
-                                                         ${PROJECT_SOURCE_DIR}/tests)
+tunable_sees_all(tunable_ops_cpu_tests)
+target_include_directories(tunable_ops_cpu_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(tunable_ops_cpu_tests PRIVATE tunable GTest::gtest GTest::gtest_main
                                                     fmt::fmt-header-only)
 gtest_discover_tests(tunable_ops_cpu_tests PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)

@@ -3,6 +3,6 @@
 tunable_gpu_test(tunable_gpu_skinny_tests gpu/skinny_gpu_test.cpp)
 
 add_executable(tunable_skinny_names_tests gemm/skinny_names_test.cpp)
-target_include_directories(tunable_skinny_names_tests PRIVATE ${PROJECT_SOURCE_DIR}/src)
+tunable_sees_all(tunable_skinny_names_tests)
 target_link_libraries(tunable_skinny_names_tests PRIVATE tunable GTest::gtest_main fmt::fmt-header-only)
 gtest_discover_tests(tunable_skinny_names_tests PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cuda/cuda_util.hpp"
+#include "tune/cuda_timing.hpp"
 #include "test_util.hpp"
 #include "tune/tunable_op.hpp"
 

@@ -17,7 +17,7 @@
 #include "tunable/context.hpp"
 #include "tunable/gemm.hpp"
 #include "tunable/ops.hpp"
-#include "tune/results_file.hpp"
+#include "tunable/results.hpp"
 
 namespace tunable::cli {
 namespace {
@@ -189,7 +189,7 @@ int run_tune(const TuneArgs& a) {
   r2.first_call_s = time_first_call(c2, d, ops);
 
   // Warm up until two successive 0.1 s rates agree within 2% (at most 3 s): a fresh process
-  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' rounds 2x apart.
+  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' timings 2x apart.
   int warm = 0;
   double last = rate(c0, d, ops, 0.1, &warm);
   for (double spent = 0.1; spent < 3.0; spent += 0.1) {
@@ -244,11 +244,8 @@ int run_tune(const TuneArgs& a) {
 }
 
 int run_show(const ShowArgs& a) {
-  std::string text;
-  bool exists = false;
-  throw_if_error(read_file(a.file, &text, &exists));
-  if (!exists) throw Error(StatusCode::kIoError, fmt::format("'{}' does not exist", a.file));
-  ParsedResults p = parse_results(text);
+  ResultsFileContents p;
+  throw_if_error(read_results_file(a.file, &p));
   fmt::print("{}: {} validators, {} results\n", a.file, p.validators.size(), p.records.size());
   for (const auto& [k, v] : p.validators) fmt::print("  {:<24} {}\n", k, v);
   std::size_t w_op = 12, w_ps = 16, w_sol = 8;
@@ -269,12 +266,9 @@ int run_show(const ShowArgs& a) {
 
 int run_tune_file(const TuneFileArgs& a) {
   const Device dev = pick_device(a.device);
-  std::string text;
-  bool exists = false;
-  throw_if_error(read_file(a.untuned, &text, &exists));
-  if (!exists) throw Error(StatusCode::kIoError, fmt::format("'{}' does not exist", a.untuned));
-  std::vector<ParseDiagnostic> diags;
-  auto problems = parse_untuned(text, &diags);
+  std::vector<std::pair<std::string, std::string>> problems;
+  std::vector<FileDiagnostic> diags;
+  throw_if_error(read_untuned_file(a.untuned, &problems, &diags));
   for (const auto& d : diags) fmt::print(stderr, "{}:{}: {}\n", a.untuned, d.line, d.message);
   Options o = Options::from_environment();  // caps, tolerances, cuBLASLt budget as a program gets them
   o.enabled = true;

@@ -1,4 +1,4 @@
-// CUDA GEMM module: per-context resources, validators and the hooks of a GEMM TunableOp.
+// CUDA GEMM module: per-context resources and the hooks of a GEMM TunableOp.
 #include "gemm/cuda/cuda_gemm.hpp"
 
 #include <fmt/format.h>
@@ -17,47 +17,7 @@ struct CudaGemmState {
   std::unique_ptr<CudaGemmResources> res;
 };
 
-bool stream_capturing(Stream stream) {
-  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(stream), &cs) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return cs != cudaStreamCaptureStatusNone;
-}
-
 }  // namespace
-
-Status cuda_validators(int ordinal, std::vector<Validator>* out) {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    return Status(StatusCode::kNoDevice,
-                  fmt::format("no CUDA device visible ({})",
-                              e == cudaSuccess ? "0 devices" : cuda_error_text(e)));
-  }
-  if (ordinal < 0 || ordinal >= count)
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("CUDA device ordinal {} out of range ({} devices)", ordinal, count));
-  int rt = 0, drv = 0, major = 0, minor = 0, patch = 0;
-  TUNABLE_CUDA_CHECK(cudaRuntimeGetVersion(&rt));
-  TUNABLE_CUDA_CHECK(cudaDriverGetVersion(&drv));
-  TUNABLE_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &major));
-  TUNABLE_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
-  TUNABLE_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
-  const cudaDeviceProp& p = device_properties(ordinal);
-  if (p.multiProcessorCount <= 0)
-    return Status(StatusCode::kCudaError, fmt::format("could not read the properties of cuda:{}", ordinal));
-  out->emplace_back("CUDA_RUNTIME_VERSION", std::to_string(rt));
-  out->emplace_back("CUDA_DRIVER_VERSION", std::to_string(drv));
-  out->emplace_back("CUBLAS_VERSION", fmt::format("{}.{}.{}", major, minor, patch));
-  out->emplace_back("CUBLASLT_VERSION", std::to_string(cublasLtGetVersion()));
-  out->emplace_back("GPU_NAME", sanitize_field(p.name));
-  out->emplace_back("GPU_CC", fmt::format("{}.{}", p.major, p.minor));
-  out->emplace_back("GPU_SM_COUNT", std::to_string(p.multiProcessorCount));
-  return Status::ok();
-}
 
 Status cuda_gemm_hooks(ContextImpl& ctx, const GemmDesc& d, OpHooks<GemmArgs>* h) {
   const Options o = ctx.options();

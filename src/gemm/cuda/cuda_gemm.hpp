@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "gemm/gemm_args.hpp"
-#include "tune/results_file.hpp"
 
 namespace tunable {
 
@@ -17,8 +16,5 @@ class CudaGemmResources;
 /// check for tuning one GEMM problem on the GPU.
 Status make_cuda_gemm_workload(CudaGemmResources* res, const GemmArgs& args, const Options& opt,
                                std::unique_ptr<Workload<GemmArgs>>* out);
-
-/// CUDA runtime/driver, cuBLAS/cuBLASLt versions, GPU name, compute capability and SM count.
-Status cuda_validators(int ordinal, std::vector<Validator>* out);
 
 }  // namespace tunable

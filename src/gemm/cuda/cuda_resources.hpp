@@ -9,18 +9,11 @@
 #include <memory>
 #include <mutex>
 
+#include "cuda/cublas_check.hpp"
 #include "cuda/cuda_util.hpp"
 #include "gemm/gemm_args.hpp"
 
 namespace tunable {
-
-inline std::string cublas_error_text(cublasStatus_t s) {
-  return fmt::format("{} ({})", cublasGetStatusName(s), cublasGetStatusString(s));
-}
-
-#define TUNABLE_CUBLAS_CHECK(call)                                                     \
-  TUNABLE_CHECK_GEN(call, CUBLAS_STATUS_SUCCESS, ::tunable::StatusCode::kCublasError, \
-                    ::tunable::cublas_error_text)
 
 /// cublasLt descriptors of one problem; shared by every algorithm tried on it. The pointer
 /// attributes (bias, scales) change per call and are set under `mu`.

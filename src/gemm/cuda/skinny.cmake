@@ -1,5 +1,3 @@
-# Skinny GEMM kernels for decode (kernels/gemv) and their tuning provider. Included from the
-# top-level CMakeLists right after add_library(tunable ...).
-set(TUNABLE_SKINNY_SOURCES ${PROJECT_SOURCE_DIR}/src/gemm/cuda/skinny_provider.cu
-                            ${PROJECT_SOURCE_DIR}/src/gemm/cuda/skinny_wgt.cu)
-target_sources(tunable PRIVATE ${TUNABLE_SKINNY_SOURCES})
+# Skinny GEMM kernels for decode (kernels/gemv) and their tuning provider: the sources of the gemm
+# layer's CUDA part that instantiate them (paths relative to src/).
+set(TUNABLE_SKINNY_SOURCES gemm/cuda/skinny_provider.cu gemm/cuda/skinny_wgt.cu)

@@ -9,6 +9,7 @@
 #include "gemm/cuda/cuda_gemm.hpp"
 #include "gemm/cuda/cuda_resources.hpp"
 #include "kernels/reference/gemm_reference.cuh"
+#include "tune/cuda_timing.hpp"
 
 namespace tunable {
 namespace {

@@ -4,7 +4,7 @@ at M in {1, 8, 16}, how many tuned problems reach >= 0.88 of the copy-bandwidth 
 (events every 8 calls), as a stream (32 launches between events; tables from 2026-11-22 on) and in
 graphs, and which miss. With a second table (an earlier run), each row shows that run's figures.
 
-  python3 bench/floor_count.py NEW/gemm_verify.csv [OLD/gemm_verify.csv]
+  python3 lab/probes/floor_count.py NEW/gemm_verify.csv [OLD/gemm_verify.csv]
 """
 import csv
 import sys

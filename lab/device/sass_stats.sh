@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-kernel SASS instruction counts from a library (run where cuobjdump exists, e.g. the GPU
 # machine): which conversions, loads and MMAs each kernel's code holds.
-#   tools/sass_stats.sh LIB [REGEX]   (REGEX selects kernels by mangled name; default: all)
+#   lab/device/sass_stats.sh LIB [REGEX]   (REGEX selects kernels by mangled name; default: all)
 set -euo pipefail
 lib="$1"; re="${2:-.}"
 cuobjdump -sass "$lib" | awk -v re="$re" '

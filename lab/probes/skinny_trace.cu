@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cuda/cuda_util.hpp"
+#include "tune/cuda_timing.hpp"
 #include "kernels/gemv/skinny_gemv.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
 #include "kernels/gemv/skinny_tma.cuh"

@@ -2,7 +2,7 @@
 """Per problem of a TUNABLE_VERBOSE=3 tuning log: the best candidate whose name matches a pattern
 against the best of all the others (the question every NOTES-skinny round asks of a new family).
 
-    python3 bench/candidates_vs_best.py tune_verbose.log[.xz] 'skinny_mmt_'
+    python3 lab/probes/candidates_vs_best.py tune_verbose.log[.xz] 'skinny_mmt_'
 
 Times are the tuner's medians in us; a candidate dropped by the pruning probe counts with the
 probe's median (a lower bound of what it lost by). Prints one row per problem with a match and a

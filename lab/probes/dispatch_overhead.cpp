@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/cuda_util.hpp"
+#include "tune/cuda_timing.hpp"
 #include "gemm/cuda/cublaslt.hpp"
 #include "gemm/cpu/cpu_gemm.hpp"
 #include "gemm/cuda/cuda_resources.hpp"

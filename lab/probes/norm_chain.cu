@@ -1,4 +1,4 @@
-// Where a few-row residual-add + RMSNorm spends its per-call time (bench/NOTES-fused.md round 7).
+// Where a few-row residual-add + RMSNorm spends its per-call time (docs/fused-ops.md).
 // Graph-timed per-call medians on rotated bf16 inputs (as tunable_fused_bench times them) of:
 //   empty_pdl            an empty kernel launched with PDL (the launch and dependency floor);
 //   noreduce_b<B>_t<T>   the norm's loads and stores (x, residual, weight in; residual, out back)
@@ -7,7 +7,7 @@
 //   warpreduce_*, blockreduce_*  the same with a sum of squares the output depends on, reduced over
 //                        the warp (shuffles) or the block (shuffles, shared memory, a barrier);
 //   rms_*                the library's register, staged and cluster launch configurations;
-//   rms_w<W>_*           the streaming kernel, each block walking up to W rows (NOTES-fused round 11).
+//   rms_w<W>_*           the streaming kernel, each block walking up to W rows (docs/fused-ops.md).
 //
 //   tunable_norm_chain [--rows 1,16,64] [--hidden 4096,8192,16384] [--reps 20] [--csv out.csv] [--only rms_w,..]
 #include <CLI/CLI.hpp>
@@ -21,8 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/graph_timing.hpp"
+#include "graph_timing.hpp"
 #include "cuda/cuda_util.hpp"
+#include "tune/cuda_timing.hpp"
 #include "kernels/norm/rms_norm.cuh"
 
 namespace tunable::bench {
@@ -143,7 +144,7 @@ std::vector<Variant> variants(int hidden) {
   }
   for (int t : {512, 1024}) library("rms_staged_t" + std::to_string(t), t, 1).staged = true;
   // The streaming kernel (each block walking up to `w` rows). Its L2 prefetch of the row after the
-  // next is always on (round 11 measured it on and off: `bench/results/2026-11-26-h100-fused-round11`).
+  // next is always on (measured on and off: lab/INDEX.md, fused-round11).
   for (int w : {2, 4, 8, 16}) {
     for (int t : {256, 512, 1024}) {
       const int items = nvec / t;
@@ -229,7 +230,7 @@ int main(int argc, char** argv) {
               check(kernels::launch_kernel(k, dim3(static_cast<unsigned>(r * v.blocks)), dim3(v.threads), 0, s, p),
                     v.name.c_str());
             } else {
-              check(kernels::launch_rms_norm(p, DataType::kBF16, v.launch, s), v.name.c_str());
+              check(kernels::launch_rms_norm(p, kernels::FloatType::kBF16, v.launch, s), v.name.c_str());
             }
           };
           const double us = graph_us(s, calls, call, reps);

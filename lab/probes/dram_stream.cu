@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) stream_flat(const uint4* __restrict_
 }
 
 // --mma-tokens: the same loads plus the fp8 GEMM's arithmetic, to see what the MMAs, the token loads and a
-// split-K reduction in the kernel cost on top of a partition (round 26). W [rows x kvec 16-byte vectors] e4m3
+// split-K reduction in the kernel cost on top of a partition (docs/skinny-gemm.md). W [rows x kvec 16-byte vectors] e4m3
 // times MT tokens x [MT x kvec vectors] e4m3: 8-row weight tiles on the N side of m16n8k32, the tokens on its M
 // side (rows g and g + 8 of lane g * 4 + q), K split `ks` ways. Lane (g, q) of a warp step loads 16 bytes of
 // weight row g and of tokens g and g + 8 at the same K offset (q + 4 s vectors into the split), two MMAs per

@@ -3,7 +3,7 @@
 # compressed archive under .devcarry/, to travel with `device run` (carry [".devcarry"]).
 # On the device: tar xJf .devcarry/pack.tar.xz   (restores build/... and .devlibs/)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mkdir -p .devcarry .devlibs
 for lib in /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 \
            /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 \
@@ -12,7 +12,7 @@ for lib in /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 \
 done
 B="${BUILD_DIR:-build}"
 files=("$B/libtunable.so" "$B/tools/tunable")
-for f in "$B"/tests/tunable_gpu_* "$B"/bench/tunable_*; do
+for f in "$B"/tests/tunable_gpu_* "$B"/bench/tunable_* "$B"/lab/tunable_*; do
   [ -x "$f" ] && [ -f "$f" ] && files+=("$f")
 done
 # Stored as build/... whatever the local build directory is called.

@@ -1,4 +1,5 @@
-// Context: the composition root that gathers the validators of every provider of a device.
+// Context: the composition root. It sits above every layer it composes: the validators come from
+// the CPU providers and the CUDA layer, the store and file from the tuning layer.
 #include "tunable/context.hpp"
 
 #include <fmt/format.h>
@@ -8,8 +9,8 @@
 
 #include "core/error.hpp"
 #include "core/platform.hpp"
+#include "cuda/cuda_util.hpp"
 #include "gemm/cpu/cpu_gemm.hpp"
-#include "gemm/cuda/cuda_gemm.hpp"
 #include "tunable/version.hpp"
 #include "tune/context_impl.hpp"
 
@@ -24,6 +25,8 @@ std::vector<Validator> validators_for(Device dev) {
   } else {
     throw_if_error(cuda_validators(dev.ordinal, &v));
   }
+  // A value holding the file's separators (a GPU name with a comma) must not split its line.
+  for (auto& kv : v) kv.second = sanitize_field(kv.second);
   return v;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   tools/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead
+#   lab/device/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
@@ -11,7 +11,7 @@
 # like TunableOp, the bench adds the device ordinal to the name), NCU_CASES / NCU_SOURCE /
 # NCU_VALIDATORS (ncu step), TRACE_CASES (trace step).
 set -uo pipefail
-# Binaries and libraries arrive packed (tools/pack_for_device.sh) to stay under the carry limit.
+# Binaries and libraries arrive packed (lab/device/pack_for_device.sh) to stay under the carry limit.
 [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
 # Optional further builds for A/B runs in one call (.devcarry/NAME.tar.xz holding NAME/libtunable.so
 # and NAME/bench/..., e.g. the commit before a change): DEV_BUILD=NAME selects one.
@@ -81,7 +81,7 @@ for step in "$@"; do
         --torch "$OUT/fused_torch.json" ${FUSED_ARGS:-} > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
     overhead)
       # Repeated and randomly interleaved: single runs of the two benchmarks drifted by 30% apart.
-      $B/bench/tunable_dispatch_overhead --benchmark_format=console --benchmark_repetitions=9 \
+      $B/lab/tunable_dispatch_overhead --benchmark_format=console --benchmark_repetitions=9 \
         --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true 2>&1 \
         | tee "$OUT/dispatch_overhead.txt" | tail -12 ;;
     ncu)
@@ -115,7 +115,7 @@ for step in "$@"; do
       done
       grep -E "^===|^exit|Duration|DRAM Throughput" "$OUT/ncu_skinny.txt" | tail -20 ;;
     trace)
-      # Per-block timeline of 48 back-to-back calls (bench/skinny_trace.cu), stream then graph:
+      # Per-block timeline of 48 back-to-back calls (lab/probes/skinny_trace.cu), stream then graph:
       # TRACE_CASES="kernel,rows,warps,n,k,m[,carveout];..." (kernel gemv | mma | mmap | mmawc | mmapwc | mmt;
       # carveout: shared-memory percent hint for mmawc / mmapwc at 16 rows and 8 warps, default -1).
       IFS=';' read -ra tcases <<< "${TRACE_CASES:?set TRACE_CASES}"
@@ -124,7 +124,7 @@ for step in "$@"; do
         co="${co:--1}"
         for mode in stream graph; do
           flag=(); [ "$mode" = graph ] && flag=(--graph)
-          $B/bench/tunable_skinny_trace --kernel "$kern" --rows "$rows" --warps "$warps" --n "$n" --k "$k" --m "$m" \
+          $B/lab/tunable_skinny_trace --kernel "$kern" --rows "$rows" --warps "$warps" --n "$n" --k "$k" --m "$m" \
             --carveout "$co" "${flag[@]}" \
             --out "$OUT/trace_${kern}_${rows}_${warps}_${n}x${k}_m${m}_c${co}_${mode}.json" 2>&1 | tee -a "$OUT/trace.txt"
         done
