@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -79,6 +82,17 @@ inline std::string slurp(const std::string& path) {
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
+}
+
+/// The seed of a test's random data: TUNABLE_TEST_SEED when set (to replay a failure), else a
+/// fresh one. Print it with SCOPED_TRACE(seed_trace(seed)) so every failure names it.
+inline std::uint64_t test_seed() {
+  if (const char* v = getenv("TUNABLE_TEST_SEED"); v != nullptr && *v != '\0') return std::strtoull(v, nullptr, 0);
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+inline std::string seed_trace(std::uint64_t seed) {
+  return "random seed " + std::to_string(seed) + " (replay with TUNABLE_TEST_SEED=" + std::to_string(seed) + ")";
 }
 
 }  // namespace tunable::test

@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_util.hpp"
 #include "gemm/cuda/cuda_gemm.hpp"
+#include "test_bounds.hpp"
 #include "test_util.hpp"
 #include "tunable/gemm.hpp"
 #include "tune/tunable_op.hpp"
@@ -212,9 +213,9 @@ struct Problem {
       for (std::int64_t j = 0; j < d.n; ++j)
         for (std::int64_t i = 0; i < d.m; ++i)
           got[bt * d.m * d.n + i + j * d.m] = to_host_double(d.out_dtype, out.data(), bt * d.stride_c + i + j * d.ldc);
-    auto rep = compare_outputs(got.data(), ref.data(), ref.size(), gemm_tolerance(d));
-    EXPECT_TRUE(rep.passed) << what << ": max abs err " << rep.max_abs_err << ", worst/bound "
-                            << rep.max_rel_err << ", " << rep.bad_elements << " bad of " << ref.size();
+    // The tests' own bound and check (test_bounds.hpp), not the library's tolerance and comparator.
+    const test::CloseReport rep = test::check_close(got.data(), ref.data(), ref.size(), test::gemm_bound(d.dtype));
+    EXPECT_TRUE(rep.passed()) << what << ": " << rep.describe();
   }
 };
 

@@ -20,6 +20,7 @@
 #include "ops/ops_args.hpp"
 #include "ops/ops_solutions.hpp"
 #include "ops/ops_workload.hpp"
+#include "test_bounds.hpp"
 #include "test_util.hpp"
 #include "tune/tuner.hpp"
 #include "tunable/context.hpp"
@@ -294,7 +295,7 @@ class NormRun {
     const std::vector<unsigned char> got_res = fetch(res_.get(), res_.size());
     const std::vector<unsigned char> got_tok = fetch(tok_.get(), tok_.size());
     const std::int64_t H = c_.hidden;
-    const Tolerance tol = fused_tolerance(t);
+    const test::Bound tol = test::fused_bound(t);  // the tests' own bound, not the library's
 
     // Pass 1: the reference rows and their rms over the whole output.
     std::vector<double> row(H), y(H);
@@ -610,7 +611,7 @@ class ActRun {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << who;
     const DataType out_t = c_.fp8 == Fp8Scaling::kNone ? c_.dtype : DataType::kF8E4M3;
     const std::vector<unsigned char> got = fetch(out_.get(), out_.size());
-    const Tolerance tol = fused_tolerance(c_.dtype);
+    const test::Bound tol = test::fused_bound(c_.dtype);
     double sumsq = 0;
     for (std::int64_t r = 0; r < c_.rows; ++r)
       for (std::int64_t col = 0; col < c_.d; ++col) sumsq += std::pow(reference(r, col), 2);
