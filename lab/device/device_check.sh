@@ -10,12 +10,27 @@
 # earlier call on the same GPU kind, copy it to DIR/NAME0.csv and set BENCH_RESULTS=DIR/NAME.csv:
 # like TunableOp, the bench adds the device ordinal to the name), NCU_CASES / NCU_SOURCE /
 # NCU_VALIDATORS (ncu step), TRACE_CASES (trace step).
+#
+# GPU-required: TUNABLE_REQUIRE_GPU=1 is exported (override with TUNABLE_REQUIRE_GPU=0), so a GPU
+# test binary that finds no usable device fails instead of skipping. Every failing step (a test
+# binary, a sanitizer run, a benchmark, an unknown step) is listed at the end, and the script's
+# exit status is 1 if any failed, 0 otherwise.
 set -uo pipefail
+export TUNABLE_REQUIRE_GPU="${TUNABLE_REQUIRE_GPU:-1}"
+failed=()
+# check WHAT STATUS: records WHAT as failed unless STATUS is 0.
+check() {
+  if [ "$2" -ne 0 ]; then
+    failed+=("$1 (exit $2)")
+    echo "FAILED: $1 (exit $2)"
+  fi
+}
 # Binaries and libraries arrive packed (lab/device/pack_for_device.sh) to stay under the carry limit.
 [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ] && tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked
 # Optional further builds for A/B runs in one call (.devcarry/NAME.tar.xz holding NAME/libtunable.so
 # and NAME/bench/..., e.g. the commit before a change): DEV_BUILD=NAME selects one.
 for f in .devcarry/*.tar.xz; do
+  [ -f "$f" ] || continue
   n=$(basename "$f" .tar.xz)
   [ "$n" != pack ] && [ ! -f ".devcarry/.unpacked_$n" ] && tar xJf "$f" && touch ".devcarry/.unpacked_$n"
 done
@@ -32,12 +47,19 @@ for step in "$@"; do
   case "$step" in
     info)
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
-      nvcc --version | tail -1 | tee -a "$OUT/device.txt" ;;
+      check "info: nvidia-smi" "${PIPESTATUS[0]}"
+      nvcc --version | tail -1 | tee -a "$OUT/device.txt" ;;  # informational: the GPU machine may lack nvcc
     tests)
       for t in ${TEST_BINS:-$B/tests/tunable_gpu_*tests}; do
         echo "--- $t"
         "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$OUT/$(basename "$t").log" 2>&1
-        echo "exit $?"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran" "$OUT/$(basename "$t").log" | head -30
+        rc=$?
+        echo "exit $rc"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran|^FAILED: |^SKIPPED: " "$OUT/$(basename "$t").log" | head -30
+        # The binary's own skip report (tests/gpu/gpu_main.hpp): tests that skipped themselves.
+        grep -E "^tunable-gpu-tests:" "$OUT/$(basename "$t").log" | sort -u | head -20
+        # Exit 77 is the whole-binary skip (no device); it only happens with TUNABLE_REQUIRE_GPU=0.
+        if [ "$rc" -eq 77 ] && [ "$TUNABLE_REQUIRE_GPU" = 0 ]; then echo "skipped: $(basename "$t") (no device)"
+        else check "tests: $(basename "$t")" "$rc"; fi
       done ;;
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
@@ -55,7 +77,9 @@ for step in "$@"; do
           log="$OUT/sanitize_${target}_$tool${SAN_TAG:-}.log"
           timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 ${SAN_EXTRA:-} \
             "$t" --gtest_brief=1 ${filt:+--gtest_filter=$filt} > "$log" 2>&1
-          echo "$target $tool${SAN_TAG:-} exit $?"; tail -3 "$log"
+          rc=$?
+          echo "$target $tool${SAN_TAG:-} exit $rc"; tail -3 "$log"
+          check "sanitize: $target $tool${SAN_TAG:-}" "$rc"
           # Which kernels the reports name (cuBLAS's own kernels are third-party code).
           grep -E "Race reported|^========= +at " "$log" | sed -E 's/.* at (void )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/' \
             | sort | uniq -c | sort -rn | head -8
@@ -65,25 +89,35 @@ for step in "$@"; do
       for dt in fp32 bf16; do
         $B/tools/tunable tune --device cuda --m 512 --n 1024 --k 2048 --dtype $dt --trans nn \
           --file "$OUT/demo_$dt.csv" --verbose 1 2>&1 | tail -25 | tee "$OUT/demo_$dt.log"
+        check "demo: $dt" "${PIPESTATUS[0]}"
       done ;;
     bench-tune)
       env "${BENCH_ENV[@]}" $B/bench/tunable_bench tune --file "$RES" --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
-        | tee "$OUT/bench_tune.log" | grep -E "tuning time|\[(1|50|100|150|200)/|error|tunable_bench" ;;
+        | tee "$OUT/bench_tune.log" | grep -E "tuning time|\[(1|50|100|150|200)/|error|tunable_bench"
+      check "bench-tune" "${PIPESTATUS[0]}" ;;
     bench-verify)
       env "${BENCH_ENV[@]}" $B/bench/tunable_bench verify --file "$RES" --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
-        | tee "$OUT/bench_verify.log" | tail -12 ;;
+        | tee "$OUT/bench_verify.log" | tail -12
+      check "bench-verify" "${PIPESTATUS[0]}" ;;
     torch)
       python3 bench/baselines/torch_gemm.py "$OUT/torch_linear.json" bf16 fp16 > "$OUT/torch_gemm.log" 2>&1
-      tail -3 "$OUT/torch_gemm.log" ;;
+      rc=$?
+      tail -3 "$OUT/torch_gemm.log"
+      check "torch" "$rc" ;;
     fused)
-      python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1; tail -3 "$OUT/fused_torch.log"
+      python3 bench/fused_ops_torch.py "$OUT/fused_torch.json" > "$OUT/fused_torch.log" 2>&1
+      check "fused: torch baseline" "$?"; tail -3 "$OUT/fused_torch.log"
       $B/bench/tunable_fused_bench --out "$OUT" --anchors bench/baselines/h100-torch-fused-ops.txt \
-        --torch "$OUT/fused_torch.json" ${FUSED_ARGS:-} > "$OUT/fused_bench.log" 2>&1; echo "exit $?"; tail -45 "$OUT/fused_bench.log" ;;
+        --torch "$OUT/fused_torch.json" ${FUSED_ARGS:-} > "$OUT/fused_bench.log" 2>&1
+      rc=$?
+      echo "exit $rc"; tail -45 "$OUT/fused_bench.log"
+      check "fused: tunable_fused_bench" "$rc" ;;
     overhead)
       # Repeated and randomly interleaved: single runs of the two benchmarks drifted by 30% apart.
       $B/lab/tunable_dispatch_overhead --benchmark_format=console --benchmark_repetitions=9 \
         --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true 2>&1 \
-        | tee "$OUT/dispatch_overhead.txt" | tail -12 ;;
+        | tee "$OUT/dispatch_overhead.txt" | tail -12
+      check "overhead" "${PIPESTATUS[0]}" ;;
     ncu)
       # Nsight Compute on one launch of each named, persisted candidate, run by tunable_bench verify
       # from a one-line results file: NCU_CASES="N,K,M,dtype,solution;..." (dtype bf16 | fp16). The
@@ -94,7 +128,7 @@ for step in "$@"; do
       IFS=';' read -ra ncases <<< "${NCU_CASES:?set NCU_CASES}"
       for c in "${ncases[@]}"; do
         IFS=',' read -r n k m dt sol <<< "$c"
-        case "$dt" in bf16) op=GemmTunableOp_BFloat16_TN ;; fp16) op=GemmTunableOp_Half_TN ;; *) echo "ncu: dtype $dt"; continue ;; esac
+        case "$dt" in bf16) op=GemmTunableOp_BFloat16_TN ;; fp16) op=GemmTunableOp_Half_TN ;; *) echo "ncu: dtype $dt"; check "ncu: dtype $dt" 1; continue ;; esac
         tag="${n}x${k}_m${m}_${sol}"
         printf 'model,layer,N,K\nprobe,x,%s,%s\n' "$n" "$k" > "$W/shapes.csv"
         { cat "$W/v.csv"; printf '%s,tn_%s_%s_%s_ld_%s_%s_%s,%s,0.0\n' "$op" "$n" "$m" "$k" "$k" "$k" "$n" "$sol"; } > "$W/r0.csv"
@@ -105,7 +139,9 @@ for step in "$@"; do
           --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,smsp__inst_executed.sum \
           -o "$W/$tag" -f $B/bench/tunable_bench verify --shapes "$W/shapes.csv" --file "$W/r.csv" --out "$W" \
           --ms "$m" --dtypes "$dt" --no-graphs > "$W/run.log" 2>&1
-        echo "exit $?" >> "$OUT/ncu_skinny.txt"
+        rc=$?
+        echo "exit $rc" >> "$OUT/ncu_skinny.txt"
+        check "ncu: $tag" "$rc"
         grep -E "tunable_bench|error|match|$sol" "$W/run.log" | head -8 >> "$OUT/ncu_skinny.txt"
         ncu --import "$W/$tag.ncu-rep" --page details >> "$OUT/ncu_skinny.txt" 2>&1
         if [[ " ${NCU_SOURCE:-} " == *" $sol "* ]]; then
@@ -127,11 +163,19 @@ for step in "$@"; do
           $B/lab/tunable_skinny_trace --kernel "$kern" --rows "$rows" --warps "$warps" --n "$n" --k "$k" --m "$m" \
             --carveout "$co" "${flag[@]}" \
             --out "$OUT/trace_${kern}_${rows}_${warps}_${n}x${k}_m${m}_c${co}_${mode}.json" 2>&1 | tee -a "$OUT/trace.txt"
+          check "trace: $c $mode" "${PIPESTATUS[0]}"
         done
       done ;;
     pack)
       # The device tool brings back at most 8 files: bundle everything into one archive.
-      (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .) ;;
-    *) echo "unknown step $step" ;;
+      (cd "$OUT" && tar czf ../device_results.tgz --exclude='*.lock' . && rm -rf ./* && mv ../device_results.tgz .)
+      check "pack" "$?" ;;
+    *) echo "unknown step $step"; check "unknown step $step" 2 ;;
   esac
 done
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "=== device_check: ${#failed[@]} failing step(s):"
+  printf '  %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "=== device_check: every step passed"

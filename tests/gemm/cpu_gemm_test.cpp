@@ -6,6 +6,7 @@
 #include <random>
 
 #include "gemm/cpu/cpu_gemm.hpp"
+#include "test_bounds.hpp"
 #include "test_util.hpp"
 #include "tunable/gemm.hpp"
 
@@ -97,7 +98,9 @@ std::vector<double> oracle(const GemmArgs& args) {
 
 template <class T>
 void check_solution(const Solution<GemmArgs>& sol, const Case& c) {
-  std::mt19937 rng(std::random_device{}());
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
   Operands<T> o(desc_of(c), rng);
   const GemmDesc& d = o.args.desc;
   const std::vector<double> ref = oracle<T>(o.args);  // reads C before the solution overwrites it
@@ -109,9 +112,8 @@ void check_solution(const Solution<GemmArgs>& sol, const Case& c) {
     for (std::int64_t j = 0; j < d.n; ++j)
       for (std::int64_t i = 0; i < d.m; ++i)
         got[bt * d.m * d.n + i + j * d.m] = o.c[bt * d.stride_c + i + j * d.ldc];
-  auto rep = compare_outputs(got.data(), ref.data(), ref.size(), gemm_tolerance(d));
-  EXPECT_TRUE(rep.passed) << sol.name() << " " << c.name() << ": max abs err " << rep.max_abs_err
-                          << ", " << rep.bad_elements << " bad, " << rep.nonfinite << " non-finite";
+  const test::CloseReport rep = test::check_close(got.data(), ref.data(), ref.size(), test::gemm_bound(d.dtype));
+  EXPECT_TRUE(rep.passed()) << sol.name() << " " << c.name() << ": " << rep.describe();
   // Padding between columns and between batch entries is never written.
   for (std::int64_t bt = 0; bt < d.batch; ++bt)
     for (std::int64_t j = 0; j < d.n; ++j)
@@ -326,6 +328,70 @@ TEST_F(Api, VerboseTreeNamesEveryStep) {
                         "verify numerics: PASSED", "tuning using warmup iters", "found fastest for",
                         "top1", "writing file"})
     EXPECT_NE(log.find(s), std::string::npos) << "missing '" << s << "' in\n" << log;
+}
+
+// ---- the tests' bounds against the library's tolerance (issue 39, defect 5) ----
+
+const DataType kGemmTypes[] = {DataType::kF64, DataType::kF32, DataType::kTF32, DataType::kF16,
+                               DataType::kBF16, DataType::kF8E4M3, DataType::kF8E5M2};
+
+GemmDesc desc_for(DataType t) {
+  GemmDesc d = GemmDesc::make(t, Transpose::kT, Transpose::kN, 64, 64, 64);
+  if (t == DataType::kF8E4M3 || t == DataType::kF8E5M2) {
+    d.op = GemmOp::kScaledGemm;
+    d.out_dtype = DataType::kBF16;
+  } else if (t == DataType::kTF32) {
+    d.out_dtype = DataType::kF32;
+  }
+  return d;
+}
+
+// The tuner may accept only what the tests accept: the library's tolerance is no looser than the
+// tests' bound for any dtype. A library tolerance loosened 2x fails here.
+TEST(ToleranceOwnership, GemmLibraryToleranceIsNoLooserThanTheTestsBound) {
+  for (DataType t : kGemmTypes) {
+    const Tolerance lib = gemm_tolerance(desc_for(t));
+    const test::Bound b = test::gemm_bound(t);
+    EXPECT_GT(b.rtol, 0) << short_name(t);
+    EXPECT_LE(lib.atol, b.atol) << short_name(t) << ": the library accepts more than the tests' bound";
+    EXPECT_LE(lib.rtol, b.rtol) << short_name(t) << ": the library accepts more than the tests' bound";
+  }
+}
+
+// Near-misses planted at 1.5x the tests' bound (one element, and the whole output scaled by
+// 1 + 1.5 rtol) are rejected by the library's comparison with its own tolerance, and by the tests'
+// check; the same data at half the bound passes both. A library tolerance 2x looser would pass the
+// near-misses.
+TEST(ToleranceOwnership, GemmNearMissesFailTheLibraryCheck) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
+  std::uniform_real_distribution<double> u(-1, 1);
+  // Sums of 64 products, like GEMM outputs: near-Gaussian, so some elements sit beyond 2 rms.
+  std::vector<double> ref(4096);
+  for (double& x : ref) {
+    for (int p = 0; p < 64; ++p) x += u(rng) * u(rng);
+  }
+  for (DataType t : kGemmTypes) {
+    SCOPED_TRACE(short_name(t));
+    const Tolerance lib = gemm_tolerance(desc_for(t));
+    const test::Bound b = test::gemm_bound(t);
+    const std::size_t at = 1234;
+    for (double factor : {1.5, 0.5}) {
+      const bool miss = factor > 1;
+      const std::vector<double> one = test::plant_one(ref, at, b, factor);
+      const NumericsReport r1 = compare_outputs(one.data(), ref.data(), ref.size(), lib);
+      EXPECT_EQ(r1.passed, !miss) << "one element at " << factor << "x the tests' bound";
+      EXPECT_EQ(r1.bad_elements, miss ? 1u : 0u);
+      EXPECT_EQ(r1.nonfinite, 0u);
+      EXPECT_EQ(test::check_close(one.data(), ref.data(), ref.size(), b).passed(), !miss);
+      const std::vector<double> all = test::plant_all(ref, b, factor);
+      const NumericsReport r2 = compare_outputs(all.data(), ref.data(), ref.size(), lib);
+      EXPECT_EQ(r2.passed, !miss) << "every element scaled by 1 + " << factor << " rtol";
+      EXPECT_EQ(r2.nonfinite, 0u);
+      EXPECT_EQ(test::check_close(all.data(), ref.data(), ref.size(), b).passed(), !miss);
+    }
+  }
 }
 
 }  // namespace

@@ -9,4 +9,4 @@ gtest_discover_tests(tunable_ops_cpu_tests PROPERTIES LABELS cpu DISCOVERY_TIMEO
 
 # GPU: every op, dtype, convention and candidate against an fp64 host reference (label gpu;
 # skipped with exit code 77 without a device). TUNABLE_TEST_FULL=1 runs the full sweep.
-tunable_gpu_test(tunable_gpu_ops_tests gpu/ops_gpu_test.cpp)
+tunable_gpu_test(tunable_gpu_ops_tests gpu/ops_gpu_test.cpp gpu/planted_kernels.cu)

@@ -5,10 +5,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ops/ops_args.hpp"
+#include "ops/ops_workload.hpp"
+#include "test_bounds.hpp"
+#include "test_util.hpp"
 #include "tunable/context.hpp"
 #include "tunable/ops.hpp"
 
@@ -600,6 +605,50 @@ TEST(OpsCandidates, Vec16RejectsMisalignedWithReason) {
   ASSERT_TRUE(config_fits(b, ac).is_ok());
   b.out = fake(0x400004);  // e4m3 output of bf16 needs 8-byte alignment
   expect_error(config_fits(b, ac), StatusCode::kMisaligned, "out");
+}
+
+// ---- the tests' bounds against the library's tolerance (issue 39, defect 5) ----------------------
+
+// The tuner may accept only what the tests accept (tests/gpu/ops_gpu_test.cpp judges every output
+// with test::fused_bound): the library's tolerance is no looser for any dtype. A library tolerance
+// loosened 2x fails here.
+TEST(ToleranceOwnership, FusedLibraryToleranceIsNoLooserThanTheTestsBound) {
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+    const Tolerance lib = fused_tolerance(t);
+    const test::Bound b = test::fused_bound(t);
+    EXPECT_GT(b.rtol, 0) << short_name(t);
+    EXPECT_LE(lib.atol, b.atol) << short_name(t) << ": the library accepts more than the tests' bound";
+    EXPECT_LE(lib.rtol, b.rtol) << short_name(t) << ": the library accepts more than the tests' bound";
+  }
+}
+
+// Near-misses at 1.5x the tests' bound fail the library's comparison with its own tolerance (and
+// the tests' check); at half the bound both pass. A 2x looser library tolerance would pass them.
+TEST(ToleranceOwnership, FusedNearMissesFailTheLibraryCheck) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE(test::seed_trace(seed));
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
+  // Like a normalized row times a weight: |y| up to sqrt(3).
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> ref(4096);
+  for (double& y : ref) y = std::sqrt(3.0) * u(rng) * u(rng);
+  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF32}) {
+    SCOPED_TRACE(short_name(t));
+    const Tolerance lib = fused_tolerance(t);
+    const test::Bound b = test::fused_bound(t);
+    for (double factor : {1.5, 0.5}) {
+      const bool miss = factor > 1;
+      const std::vector<double> one = test::plant_one(ref, 777, b, factor);
+      const NumericsReport r1 = compare_outputs(one.data(), ref.data(), ref.size(), lib);
+      EXPECT_EQ(r1.passed, !miss) << "one element at " << factor << "x the tests' bound";
+      EXPECT_EQ(r1.bad_elements, miss ? 1u : 0u);
+      EXPECT_EQ(test::check_close(one.data(), ref.data(), ref.size(), b).passed(), !miss);
+      const std::vector<double> all = test::plant_all(ref, b, factor);
+      const NumericsReport r2 = compare_outputs(all.data(), ref.data(), ref.size(), lib);
+      EXPECT_EQ(r2.passed, !miss) << "every element scaled by 1 + " << factor << " rtol";
+      EXPECT_EQ(test::check_close(all.data(), ref.data(), ref.size(), b).passed(), !miss);
+    }
+  }
 }
 
 }  // namespace

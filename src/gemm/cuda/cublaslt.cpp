@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -211,24 +213,69 @@ class CublasDefault final : public Solution<GemmArgs> {
   std::string name_ = "Default";
 };
 
+// cuBLASLt has no FP8 kernel with an fp32 output and an fp32 bias (its FP8 bias epilogue wants a
+// bf16 bias there). Default serves that problem all the same: it writes the bias into every column
+// of C and runs the GEMM with beta = 1 and no epilogue, which rounds alpha * A B + bias once, as the
+// fused epilogue would.
+bool bias_through_c(const GemmDesc& d) {
+  return d.op == GemmOp::kScaledGemm && d.out_dtype == DataType::kF32 && d.epilogue == Epilogue::kBias;
+}
+
+/// The GEMM Default runs for a bias_through_c problem: no epilogue, beta = 1, C read.
+GemmArgs bias_as_c(const GemmArgs& a) {
+  GemmArgs g = a;
+  g.desc.epilogue = Epilogue::kNone;
+  g.desc.beta = 1.0;
+  g.ops.bias = nullptr;
+  return g;
+}
+
+/// C[0:m, j] = bias for every column j: one copy, then copies of the columns done so far, doubling
+/// (log2(n) + 1 asynchronous copies, no kernel, capturable). Padding rows of C are not touched.
+Status broadcast_bias(const GemmDesc& d, const void* bias, void* c, cudaStream_t stream) {
+  const std::size_t width = static_cast<std::size_t>(d.m) * size_of(d.out_dtype);
+  const std::size_t pitch = static_cast<std::size_t>(d.ldc) * size_of(d.out_dtype);
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(c, bias, width, cudaMemcpyDeviceToDevice, stream));
+  for (std::int64_t done = 1; done < d.n;) {
+    const std::int64_t count = std::min(done, d.n - done);
+    TUNABLE_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(c) + done * pitch, pitch, c, pitch, width,
+                                         static_cast<std::size_t>(count), cudaMemcpyDeviceToDevice, stream));
+    done += count;
+  }
+  return Status::ok();
+}
+
 // cuBLASLt heuristic #0, found per problem at first use (cached in the solution).
 class LtDefault final : public Solution<GemmArgs> {
  public:
   LtDefault(CudaGemmResources* res) : res_(res) {}
   const std::string& name() const override { return name_; }
   Status can_implement(const GemmArgs& a) const override {
+    const bool via_c = bias_through_c(a.desc);
+    if (via_c && a.desc.ldc > std::numeric_limits<std::int32_t>::max() / 4)
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("ldc = {} is too large for the copies that put the fp32 bias into C", a.desc.ldc));
+    const GemmArgs g = via_c ? bias_as_c(a) : a;
     SolutionPtr<GemmArgs> s;
-    TUNABLE_RETURN_IF_ERROR(resolve(a.desc, &s));
-    return s->can_implement(a);
+    TUNABLE_RETURN_IF_ERROR(resolve(g.desc, &s));
+    return s->can_implement(g);
   }
   std::size_t workspace_bytes(const GemmArgs& a) const override {
+    const GemmArgs g = bias_through_c(a.desc) ? bias_as_c(a) : a;
     SolutionPtr<GemmArgs> s;
-    return resolve(a.desc, &s).is_ok() ? s->workspace_bytes(a) : 0;
+    return resolve(g.desc, &s).is_ok() ? s->workspace_bytes(g) : 0;
   }
   Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
+    if (!bias_through_c(a.desc)) {
+      SolutionPtr<GemmArgs> s;
+      TUNABLE_RETURN_IF_ERROR(resolve(a.desc, &s));
+      return s->run(a, ws, ws_bytes, stream);
+    }
+    const GemmArgs g = bias_as_c(a);
     SolutionPtr<GemmArgs> s;
-    TUNABLE_RETURN_IF_ERROR(resolve(a.desc, &s));
-    return s->run(a, ws, ws_bytes, stream);
+    TUNABLE_RETURN_IF_ERROR(resolve(g.desc, &s));  // before writing C: a refusal leaves C alone
+    TUNABLE_RETURN_IF_ERROR(broadcast_bias(a.desc, a.ops.bias, a.ops.c, reinterpret_cast<cudaStream_t>(stream)));
+    return s->run(g, ws, ws_bytes, stream);
   }
 
  private:
