@@ -17,12 +17,23 @@ constexpr std::size_t kLtAlignment = 16;  // bytes every cuBLASLt candidate is c
 
 bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
 
-Status lt_pointer_check(const GemmArgs& a) {
-  if (!aligned(a.ops.a, kLtAlignment) || !aligned(a.ops.b, kLtAlignment) ||
-      !aligned(a.ops.c, kLtAlignment) || (a.ops.bias && !aligned(a.ops.bias, kLtAlignment)))
+Status lt_pointer_check(const GemmArgs& a, std::size_t align) {
+  if (!aligned(a.ops.a, align) || !aligned(a.ops.b, align) || !aligned(a.ops.c, align) ||
+      (a.ops.bias && !aligned(a.ops.bias, align)))
     return Status(StatusCode::kMisaligned,
-                  "cuBLASLt candidates were tuned with 16-byte aligned A, B, C and bias");
+                  fmt::format("this cuBLASLt configuration was chosen for {}-byte aligned A, B, C and bias", align));
   return Status::ok();
+}
+
+/// The largest power of two up to kLtAlignment that every operand pointer of `a` is aligned to
+/// (kLtAlignment when the call carries no pointers: tuning's own buffers are aligned).
+std::size_t operand_alignment(const GemmArgs& a) {
+  if (a.ops.a == nullptr) return kLtAlignment;
+  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(a.ops.a) | reinterpret_cast<std::uintptr_t>(a.ops.b) |
+                        reinterpret_cast<std::uintptr_t>(a.ops.c) | reinterpret_cast<std::uintptr_t>(a.ops.bias);
+  std::size_t align = 1;
+  while (align < kLtAlignment && (bits & align) == 0) align <<= 1;
+  return align;
 }
 
 // Every field a candidate's name records; a field cuBLASLt will not report makes the name
@@ -87,15 +98,16 @@ Status build_algo(cublasLtHandle_t lt, const LtPlan& p, const LtConfig& c, cubla
 class LtSolution final : public Solution<GemmArgs> {
  public:
   LtSolution(CudaGemmResources* res, std::shared_ptr<LtPlan> plan, GemmDesc desc, LtConfig cfg,
-             cublasLtMatmulAlgo_t algo, std::size_t ws, std::string name, Status valid)
+             cublasLtMatmulAlgo_t algo, std::size_t ws, std::string name, Status valid,
+             std::size_t align = kLtAlignment)
       : res_(res), plan_(std::move(plan)), desc_(desc), cfg_(cfg), algo_(algo), ws_(ws),
-        name_(std::move(name)), valid_(std::move(valid)), key_(gemm_key(GemmArgs{desc_, {}})) {}
+        name_(std::move(name)), valid_(std::move(valid)), key_(gemm_key(GemmArgs{desc_, {}})), align_(align) {}
   const std::string& name() const override { return name_; }
   Status can_implement(const GemmArgs& a) const override {
     TUNABLE_RETURN_IF_ERROR(valid_);
     if (gemm_key(a) != key_)
       return Status(StatusCode::kInvalidArgument, "solution was built for another problem");
-    return a.ops.a ? lt_pointer_check(a) : Status::ok();
+    return a.ops.a ? lt_pointer_check(a, align_) : Status::ok();
   }
   std::size_t workspace_bytes(const GemmArgs&) const override { return ws_; }
   Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
@@ -112,11 +124,13 @@ class LtSolution final : public Solution<GemmArgs> {
   std::string name_;
   Status valid_;
   ProblemKey key_;  // checked on every tuned call: computed once
+  std::size_t align_;  // the operand alignment the configuration was chosen for
 };
 
 /// Builds a checked solution; `valid` carries AlgoCheck's verdict (kNotSupported when it fails).
 SolutionPtr<GemmArgs> make_lt_solution(CudaGemmResources* res, const GemmDesc& d, const LtConfig& c,
-                                       const std::string& name_override = "") {
+                                       const std::string& name_override = "",
+                                       std::size_t align = kLtAlignment) {
   std::shared_ptr<LtPlan> plan;
   Status st = res->plan(d, c.fast_accum, &plan);
   cublasLtMatmulAlgo_t algo{};
@@ -134,11 +148,11 @@ SolutionPtr<GemmArgs> make_lt_solution(CudaGemmResources* res, const GemmDesc& d
                               res->workspace_limit()));
   }
   return std::make_shared<LtSolution>(res, plan, d, c, algo, chk.workspaceSize,
-                                      name_override.empty() ? c.name() : name_override, st);
+                                      name_override.empty() ? c.name() : name_override, st, align);
 }
 
 Status heuristics(CudaGemmResources* res, const GemmDesc& d, bool fast_accum, int want,
-                  std::vector<cublasLtMatmulHeuristicResult_t>* out) {
+                  std::vector<cublasLtMatmulHeuristicResult_t>* out, std::size_t align_bytes = kLtAlignment) {
   std::shared_ptr<LtPlan> plan;
   TUNABLE_RETURN_IF_ERROR(res->plan(d, fast_accum, &plan));
   cublasLtMatmulPreference_t pref = nullptr;
@@ -147,7 +161,7 @@ Status heuristics(CudaGemmResources* res, const GemmDesc& d, bool fast_accum, in
       pref, cublasLtMatmulPreferenceDestroy);
   const std::size_t ws = res->workspace_limit();
   TUNABLE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  const std::uint32_t align = kLtAlignment;
+  const auto align = static_cast<std::uint32_t>(align_bytes);
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
@@ -245,7 +259,9 @@ Status broadcast_bias(const GemmDesc& d, const void* bias, void* c, cudaStream_t
   return Status::ok();
 }
 
-// cuBLASLt heuristic #0, found per problem at first use (cached in the solution).
+// cuBLASLt heuristic #0 for the problem and the call's operand alignment (as PyTorch asks cuBLASLt:
+// the API promises any element-aligned pointer, and a configuration chosen for 16-byte aligned
+// operands may refuse or misread others), found at first use and cached per (problem, alignment).
 class LtDefault final : public Solution<GemmArgs> {
  public:
   LtDefault(CudaGemmResources* res) : res_(res) {}
@@ -257,38 +273,43 @@ class LtDefault final : public Solution<GemmArgs> {
                     fmt::format("ldc = {} is too large for the copies that put the fp32 bias into C", a.desc.ldc));
     const GemmArgs g = via_c ? bias_as_c(a) : a;
     SolutionPtr<GemmArgs> s;
-    TUNABLE_RETURN_IF_ERROR(resolve(g.desc, &s));
+    TUNABLE_RETURN_IF_ERROR(resolve(g, &s));
     return s->can_implement(g);
   }
   std::size_t workspace_bytes(const GemmArgs& a) const override {
     const GemmArgs g = bias_through_c(a.desc) ? bias_as_c(a) : a;
     SolutionPtr<GemmArgs> s;
-    return resolve(g.desc, &s).is_ok() ? s->workspace_bytes(g) : 0;
+    return resolve(g, &s).is_ok() ? s->workspace_bytes(g) : 0;
   }
   Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
     if (!bias_through_c(a.desc)) {
       SolutionPtr<GemmArgs> s;
-      TUNABLE_RETURN_IF_ERROR(resolve(a.desc, &s));
+      TUNABLE_RETURN_IF_ERROR(resolve(a, &s));
       return s->run(a, ws, ws_bytes, stream);
     }
     const GemmArgs g = bias_as_c(a);
     SolutionPtr<GemmArgs> s;
-    TUNABLE_RETURN_IF_ERROR(resolve(g.desc, &s));  // before writing C: a refusal leaves C alone
+    TUNABLE_RETURN_IF_ERROR(resolve(g, &s));  // before writing C: a refusal leaves C alone
     TUNABLE_RETURN_IF_ERROR(broadcast_bias(a.desc, a.ops.bias, a.ops.c, reinterpret_cast<cudaStream_t>(stream)));
     return s->run(g, ws, ws_bytes, stream);
   }
 
  private:
-  Status resolve(const GemmDesc& d, SolutionPtr<GemmArgs>* out) const {
-    const ProblemKey key = gemm_key(GemmArgs{d, {}});
+  Status resolve(const GemmArgs& a, SolutionPtr<GemmArgs>* out) const {
+    const std::size_t align = operand_alignment(a);
+    const auto key = std::make_pair(gemm_key(GemmArgs{a.desc, {}}), align);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       std::vector<cublasLtMatmulHeuristicResult_t> h;
-      TUNABLE_RETURN_IF_ERROR(heuristics(res_, d, false, 1, &h));
+      TUNABLE_RETURN_IF_ERROR(heuristics(res_, a.desc, false, 1, &h, align));
+      if (h.empty())
+        return Status(align < kLtAlignment ? StatusCode::kMisaligned : StatusCode::kNotSupported,
+                      fmt::format("cuBLASLt offers no kernel for this problem with operands aligned to {} bytes",
+                                  align));
       LtConfig c;
       TUNABLE_RETURN_IF_ERROR(config_of(h[0].algo, false, &c));
-      it = cache_.emplace(key, make_lt_solution(res_, d, c, "Default")).first;
+      it = cache_.emplace(key, make_lt_solution(res_, a.desc, c, "Default", align)).first;
     }
     *out = it->second;
     return Status::ok();
@@ -296,7 +317,7 @@ class LtDefault final : public Solution<GemmArgs> {
   CudaGemmResources* res_;
   std::string name_ = "Default";
   mutable std::mutex mu_;
-  mutable std::map<ProblemKey, SolutionPtr<GemmArgs>> cache_;
+  mutable std::map<std::pair<ProblemKey, std::size_t>, SolutionPtr<GemmArgs>> cache_;
 };
 
 // ---- providers ----
