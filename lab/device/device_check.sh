@@ -50,10 +50,18 @@ for step in "$@"; do
       check "info: nvidia-smi" "${PIPESTATUS[0]}"
       nvcc --version | tail -1 | tee -a "$OUT/device.txt" ;;  # informational: the GPU machine may lack nvcc
     tests)
+      # The binaries run at once (TESTS_SERIAL=1: one after another): they check numerics, not speed,
+      # and the ops suite alone takes minutes.
+      pids=()
       for t in ${TEST_BINS:-$B/tests/tunable_gpu_*tests}; do
+        "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$OUT/$(basename "$t").log" 2>&1 &
+        pids+=("$!:$t")
+        [ "${TESTS_SERIAL:-0}" = 1 ] && wait "$!"
+      done
+      for pt in "${pids[@]}"; do
+        pid=${pt%%:*}; t=${pt#*:}
+        wait "$pid"; rc=$?
         echo "--- $t"
-        "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$OUT/$(basename "$t").log" 2>&1
-        rc=$?
         echo "exit $rc"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran|^FAILED: |^SKIPPED: " "$OUT/$(basename "$t").log" | head -30
         # The binary's own skip report (tests/gpu/gpu_main.hpp): tests that skipped themselves.
         grep -E "^tunable-gpu-tests:" "$OUT/$(basename "$t").log" | sort -u | head -20
@@ -65,6 +73,8 @@ for step in "$@"; do
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
       # SAN_FILTER (gemm), SAN_FILTER_OPS, SAN_FILTER_SKINNY; each run capped at SAN_TIMEOUT seconds.
       # SAN_EXTRA: more sanitizer options (e.g. --kernel-name-exclude kns=nvjet); SAN_TAG: log suffix.
+      # The runs go at once (SAN_SERIAL=1: one after another); each reports when all have ended.
+      runs=()
       for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         for target in ${SAN_TARGETS:-gemm ops skinny}; do
           case "$target" in
@@ -76,14 +86,19 @@ for step in "$@"; do
           [ -x "$t" ] || continue
           log="$OUT/sanitize_${target}_$tool${SAN_TAG:-}.log"
           timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 ${SAN_EXTRA:-} \
-            "$t" --gtest_brief=1 ${filt:+--gtest_filter=$filt} > "$log" 2>&1
-          rc=$?
-          echo "$target $tool${SAN_TAG:-} exit $rc"; tail -3 "$log"
-          check "sanitize: $target $tool${SAN_TAG:-}" "$rc"
-          # Which kernels the reports name (cuBLAS's own kernels are third-party code).
-          grep -E "Race reported|^========= +at " "$log" | sed -E 's/.* at (void )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/' \
-            | sort | uniq -c | sort -rn | head -8
+            "$t" --gtest_brief=1 ${filt:+--gtest_filter=$filt} > "$log" 2>&1 &
+          runs+=("$!:$target $tool${SAN_TAG:-}:$log")
+          [ "${SAN_SERIAL:-0}" = 1 ] && wait "$!"
         done
+      done
+      for r in "${runs[@]}"; do
+        pid=${r%%:*}; rest=${r#*:}; what=${rest%%:*}; log=${rest#*:}
+        wait "$pid"; rc=$?
+        echo "$what exit $rc"; tail -3 "$log"
+        check "sanitize: $what" "$rc"
+        # Which kernels the reports name (cuBLAS's own kernels are third-party code).
+        grep -E "Race reported|^========= +at " "$log" | sed -E 's/.* at (void )?([A-Za-z_][A-Za-z0-9_:]*).*/\2/' \
+          | sort | uniq -c | sort -rn | head -8
       done ;;
     demo)
       for dt in fp32 bf16; do
