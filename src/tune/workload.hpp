@@ -56,14 +56,14 @@ class HostTimer final : public Timer {
                     std::vector<double>* times) override;
 };
 
-template <class Args>
-class Workload {
+/// The part of a workload that does not depend on the op's argument type: what the tuning phases
+/// (tuner.cpp) use besides running candidates.
+class WorkloadBase {
  public:
-  virtual ~Workload() = default;
+  virtual ~WorkloadBase() = default;
   /// Number of input copies; copy 0 is the one the numerics check uses.
   virtual std::size_t copies() const = 0;
   virtual std::size_t bytes_per_copy() const = 0;
-  virtual const Args& args(std::size_t copy) const = 0;
   /// Puts copy 0's output in its pre-run state: poisoned (NaN) when the op does not read it,
   /// otherwise restored to the initial random values.
   virtual Status prepare_check() = 0;
@@ -77,6 +77,12 @@ class Workload {
   virtual Stream stream() const { return nullptr; }
   /// Waits for all work the workload's stream holds (no-op on the CPU).
   virtual Status synchronize() { return Status::ok(); }
+};
+
+template <class Args>
+class Workload : public WorkloadBase {
+ public:
+  virtual const Args& args(std::size_t copy) const = 0;
 };
 
 /// Number of input copies so that their total is at least `target_bytes` (>= 1, <= max_copies).
