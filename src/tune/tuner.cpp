@@ -1,10 +1,18 @@
 #include "tune/tuner.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -91,6 +99,64 @@ std::size_t rotating_copies(std::size_t bytes_per_copy, std::size_t target_bytes
 
 namespace {
 
+std::atomic<std::size_t> g_host_memory_for_testing{0};
+
+// The value of a "Key:   123 kB" line of a /proc file, in bytes; 0 when absent.
+std::size_t proc_kib_field(const char* file, const char* key) {
+  std::ifstream f(file);
+  std::string line;
+  const std::size_t n = std::strlen(key);
+  while (std::getline(f, line))
+    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':')
+      return static_cast<std::size_t>(std::strtoull(line.c_str() + n + 1, nullptr, 10)) << 10;
+  return 0;
+}
+
+// A number in a one-line file ("max" or unreadable: none).
+bool file_number(const char* file, std::size_t* out) {
+  std::ifstream f(file);
+  std::string v;
+  if (!(f >> v) || v.empty() || v[0] < '0' || v[0] > '9') return false;
+  *out = static_cast<std::size_t>(std::strtoull(v.c_str(), nullptr, 10));
+  return true;
+}
+
+// What `limit` leaves above `used` (0 when used is over it); SIZE_MAX for no limit.
+std::size_t headroom(int resource, std::size_t used) {
+  struct rlimit rl;
+  if (::getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  const std::size_t limit = static_cast<std::size_t>(rl.rlim_cur);
+  return limit > used ? limit - used : 0;
+}
+
+}  // namespace
+
+std::size_t host_memory_available() {
+  if (const std::size_t fake = g_host_memory_for_testing.load()) return fake;
+  std::size_t avail = proc_kib_field("/proc/meminfo", "MemAvailable");
+  if (avail == 0) {
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    avail = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : SIZE_MAX;
+  }
+  std::size_t cg_max = 0, cg_now = 0;
+  if (file_number("/sys/fs/cgroup/memory.max", &cg_max) && file_number("/sys/fs/cgroup/memory.current", &cg_now))
+    avail = std::min(avail, cg_max > cg_now ? cg_max - cg_now : 0);
+  avail = std::min(avail, headroom(RLIMIT_AS, proc_kib_field("/proc/self/status", "VmSize")));
+  avail = std::min(avail, headroom(RLIMIT_DATA, proc_kib_field("/proc/self/status", "VmData")));
+  return avail;
+}
+
+void set_host_memory_available_for_testing(std::size_t bytes) { g_host_memory_for_testing.store(bytes); }
+
+std::string format_bytes(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 30)) return fmt::format("{:.1f} GiB", bytes / 1073741824.0);
+  if (bytes >= (std::size_t{1} << 20)) return fmt::format("{:.1f} MiB", bytes / 1048576.0);
+  if (bytes >= (std::size_t{1} << 10)) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+namespace {
+
 using SteadyClock = std::chrono::steady_clock;
 
 double ms_since(SteadyClock::time_point t) {
@@ -137,14 +203,37 @@ struct Tuning {
   }
 };
 
+// Where first calls are representative, a candidate whose first call took `first_ms`, far longer than
+// the best so far (kSlowFirstCall), is skipped there. True when it was.
+bool skip_hopeless_first_call(Tuning& t, std::size_t id, const std::string& who, CandidateOutcome& oc,
+                              double first_ms) {
+  if (!t.wl.first_call_is_representative() || !std::isfinite(t.best) || !(first_ms > kSlowFirstCallMinMs) ||
+      !(first_ms > kSlowFirstCall * t.best))
+    return false;
+  oc.median_ms = first_ms;
+  t.log.log(2, "{}skip slow instance {} (first call {:.6g} ms > {}x best {:.6g} ms)", Logger::kBranch, who, first_ms,
+            kSlowFirstCall, t.best);
+  t.finish(id, oc, Disposition::kSkippedSlow, "first call far slower than the best");
+  return true;
+}
+
 // Numerics phase: the candidate runs once on copy 0 (its output poisoned or restored first) and is
-// compared with the reference. False, with the disposition recorded, when it failed or is wrong.
+// compared with the reference. False, with the disposition recorded, when it failed, is wrong, or
+// its first call was hopelessly slow.
 bool check_numerics(Tuning& t, std::size_t id, const std::string& who, CandidateOutcome& oc, void* ws,
                     std::size_t ws_bytes) {
   const std::string& B = Logger::kBranch;
   Status st = t.wl.prepare_check();
-  if (st.is_ok()) st = t.cands.run(id, 0, ws, ws_bytes);
+  double first_ms = -1;
+  if (st.is_ok() && t.wl.first_call_is_representative()) {
+    std::vector<double> ms;
+    st = t.wl.timer().time_calls(1, [&](int) { return t.cands.run(id, 0, ws, ws_bytes); }, &ms);
+    if (st.is_ok()) first_ms = ms[0];
+  } else if (st.is_ok()) {
+    st = t.cands.run(id, 0, ws, ws_bytes);
+  }
   if (st.is_ok()) st = t.wl.synchronize();
+  if (st.is_ok() && skip_hopeless_first_call(t, id, who, oc, first_ms)) return false;
   NumericsReport rep;
   if (st.is_ok()) st = t.wl.check(t.tol, &rep);
   if (!st.is_ok()) {
@@ -179,6 +268,7 @@ void time_with_pruning(Tuning& t, std::size_t id, const std::string& who, Candid
     t.finish(id, oc, Disposition::kFailed, st.to_string());
     return;
   }
+  if (!t.opt.numerical_check && skip_hopeless_first_call(t, id, who, oc, est_times[0])) return;
   const double est = std::max(est_times[0], 1e-6);
   const bool any_warmup = opt.max_warmup_duration_ms > 0 || opt.max_warmup_iterations > 0;
   oc.warmup_iters = any_warmup ? iterations_for_caps(opt.max_warmup_duration_ms, opt.max_warmup_iterations, est, 1)

@@ -49,6 +49,14 @@ struct TuneOutcome {
 inline constexpr double kSlowEarly = 1.5;
 inline constexpr double kSlowLate = 1.15;
 inline constexpr int kFirstProbe = 3;
+/// Where the workload's first calls are representative (the CPU): a candidate whose first call takes
+/// more than kSlowFirstCall x the best median so far and more than kSlowFirstCallMinMs is dropped on
+/// that call, before its numerics check and warmup. A 2048^3 CPU reference call takes 4.3 s against
+/// 46 ms for Default, and three such calls per hopeless candidate made most of a 35 s tuning. Below
+/// the floor a call costs too little to skip the probes for, and a cold first call (page faults,
+/// threads waking) is not taken for a slow kernel.
+inline constexpr double kSlowFirstCall = 10.0;
+inline constexpr double kSlowFirstCallMinMs = 10.0;
 /// The final phase re-times this many of the fastest (plus Default) in kFinalRounds rounds.
 inline constexpr std::size_t kFinalists = 3;
 inline constexpr int kFinalRounds = 3;

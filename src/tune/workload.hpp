@@ -77,6 +77,10 @@ class WorkloadBase {
   virtual Stream stream() const { return nullptr; }
   /// Waits for all work the workload's stream holds (no-op on the CPU).
   virtual Status synchronize() { return Status::ok(); }
+  /// Whether a candidate's first call takes about as long as its later ones (no module load or JIT
+  /// on a first launch, as on a GPU), so that one far slower than the best so far may be dropped on
+  /// that call, before its numerics check and warmup (kSlowFirstCall). The CPU's is.
+  virtual bool first_call_is_representative() const { return false; }
 };
 
 template <class Args>
@@ -88,5 +92,18 @@ class Workload : public WorkloadBase {
 /// Number of input copies so that their total is at least `target_bytes` (>= 1, <= max_copies).
 std::size_t rotating_copies(std::size_t bytes_per_copy, std::size_t target_bytes,
                             std::size_t max_copies);
+
+/// Bytes of host memory this process may still allocate, as far as it can tell: the least of the
+/// system's MemAvailable, its cgroup's memory.max headroom and its address-space and data limits'
+/// (ulimit -v / -d) headroom. Workloads estimate their buffers against it before allocating any.
+std::size_t host_memory_available();
+/// Test seam: host_memory_available() returns `bytes` (0: measure again).
+void set_host_memory_available_for_testing(std::size_t bytes);
+/// "1.5 GiB", "12.0 MiB", "512 B": sizes in messages.
+std::string format_bytes(std::size_t bytes);
+
+/// Size arithmetic on values derived from user dimensions: false when the result does not fit.
+inline bool checked_mul(std::size_t a, std::size_t b, std::size_t* out) { return !__builtin_mul_overflow(a, b, out); }
+inline bool checked_add(std::size_t a, std::size_t b, std::size_t* out) { return !__builtin_add_overflow(a, b, out); }
 
 }  // namespace tunable
