@@ -152,10 +152,11 @@ TEST(CliFailures, OperandSizesThatOverflowAreRefused) {
 }
 
 TEST(CliFailures, TuningWithoutTheMemoryForItSaysSoInsteadOfInternal) {
-  // Operands of 64 MiB under an address-space limit 400 MiB above a process of this size; tuning
-  // would need 384 MiB more (an input copy and the double-precision reference twice).
+  // Operands of 256 MiB under an address-space limit 600 MiB above a process of this size (the CLI
+  // maps about as much at start); tuning would need 1.5 GiB more (an input copy, the double-precision
+  // reference and its check), far past any difference in size between the two processes.
   test::TempDir dir;
-  CliRun r = run_cli(tune_args(dir.file("r.csv"), 4096, 4096, 1), {}, Limits{-1, 400}, 60000);
+  CliRun r = run_cli(tune_args(dir.file("r.csv"), 8192, 8192, 1), {}, Limits{-1, 600}, 60000);
   ASSERT_FALSE(r.timed_out) << r.out;
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_TRUE(has(r, "not enough host memory to tune")) << r.out;
