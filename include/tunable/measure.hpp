@@ -36,6 +36,13 @@ Status measure_copy_bandwidth(Stream stream, double* bytes_per_s, int calls = 16
 /// index: the same seed gives the same data on every run).
 Status fill_random(void* p, DataType t, std::size_t n, std::uint64_t seed, float scale, Stream stream);
 
+/// Bytes of host memory this process may still allocate, as far as it can tell: the least of the
+/// system's MemAvailable, its cgroup's memory.max headroom and its address-space and data limits'
+/// headroom. The tuner estimates its buffers against it before allocating any.
+std::size_t host_memory_available();
+/// "1.5 GiB", "12.0 MiB", "512 B": sizes as the library's messages print them.
+std::string format_bytes(std::size_t bytes);
+
 /// The tuner's timer on one stream. Back-to-back: a sleep kernel before every kCallsPerPrime calls
 /// holds the GPU while the host queues them, and an event pair brackets every `group` calls, so small
 /// kernels are timed as the GPU runs them rather than at the host's launch rate.

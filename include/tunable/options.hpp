@@ -66,6 +66,11 @@ struct Options {
   bool record_untuned = false;
   /// TUNABLE_UNTUNED_FILENAME (default "tunable_untuned.csv"); ordinal inserted like `filename`.
   std::string untuned_filename = "tunable_untuned.csv";
+  /// TUNABLE_LOCK_TIMEOUT_MS (ms, default 10000; 0 = one try). How long a process waits for the lock
+  /// another process holds on the results or untuned file ("waiting for the lock on ..." is warned
+  /// after a second). Past it the process gives that file up: its results stay in memory, warned,
+  /// and the program goes on.
+  int lock_timeout_ms = 10000;
   /// TUNABLE_CUBLASLT_WORKSPACE_MIB (MiB, default 32): the largest workspace a GPU candidate may use.
   int workspace_mib = 32;
   /// TUNABLE_CUBLASLT_EXHAUSTIVE (default 64; 0 = off): how many configurations of cuBLASLt's

@@ -1,5 +1,8 @@
 #include "core/logger.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -23,9 +26,14 @@ bool Logger::open(int level, const std::string& target) {
     sink_ = stdout;
     return true;
   }
-  std::FILE* f = std::fopen(target.c_str(), "a");
+  // Opened without blocking: a FIFO with no reader fails at once (ENXIO) instead of hanging the
+  // program in open(); once open, writes block as they do on stderr.
+  const int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+  std::FILE* f = nullptr;
+  if (fd >= 0 && ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0) f = ::fdopen(fd, "a");
   if (f == nullptr) {
-    open_error_ = std::strerror(errno);
+    open_error_ = errno == ENXIO ? std::string("a FIFO with no reader") : std::strerror(errno);
+    if (fd >= 0) ::close(fd);
     std::fprintf(stderr, "tunable: cannot open verbose file '%s' (%s); logging to stderr\n",
                  target.c_str(), open_error_.c_str());
     return false;

@@ -109,6 +109,8 @@ Options Options::from_environment() {
         static_cast<int>(parse_int("TUNABLE_ROTATING_BUFFER_SIZE", v, -1, 1 << 20));
   if (get("TUNABLE_RECORD_UNTUNED", &v)) o.record_untuned = parse_bool("TUNABLE_RECORD_UNTUNED", v);
   if (get("TUNABLE_UNTUNED_FILENAME", &v)) o.untuned_filename = v;
+  if (get("TUNABLE_LOCK_TIMEOUT_MS", &v))
+    o.lock_timeout_ms = static_cast<int>(parse_int("TUNABLE_LOCK_TIMEOUT_MS", v, 0, 3600000));
   if (get("TUNABLE_CUBLASLT_WORKSPACE_MIB", &v))
     o.workspace_mib = static_cast<int>(parse_int("TUNABLE_CUBLASLT_WORKSPACE_MIB", v, 0, 1 << 16));
   if (get("TUNABLE_CUBLASLT_EXHAUSTIVE", &v))
@@ -135,6 +137,8 @@ Status Options::validate() const {
   if (rotating_buffer_size_mib < -1)
     return bad(fmt::format("rotating_buffer_size_mib must be >= -1 (got {})",
                            rotating_buffer_size_mib));
+  if (lock_timeout_ms < 0 || lock_timeout_ms > 3600000)
+    return bad(fmt::format("lock_timeout_ms must be in [0, 3600000] (got {})", lock_timeout_ms));
   if (workspace_mib < 0) return bad(fmt::format("workspace_mib must be >= 0 (got {})", workspace_mib));
   if (exhaustive_candidates < 0)
     return bad(fmt::format("exhaustive_candidates must be >= 0 (got {})", exhaustive_candidates));

@@ -48,6 +48,13 @@ std::string ContextImpl::untuned_path() const {
   return o.untuned_filename.empty() ? std::string() : insert_ordinal(o.untuned_filename, device_);
 }
 
+LockWait ContextImpl::lock_wait() {
+  LockWait w;
+  w.timeout_ms = options().lock_timeout_ms;
+  w.notice = [this](const std::string& text) { log_.warn(text); };
+  return w;
+}
+
 Status ContextImpl::ensure_loaded() {
   const std::string path = results_path();
   std::lock_guard<std::mutex> lock(file_mu_);
@@ -60,7 +67,7 @@ Status ContextImpl::ensure_loaded() {
     return Status::ok();
   }
   loaded_path_ = path;
-  file_ = std::make_unique<ResultsFile>(path, validators_);
+  file_ = std::make_unique<ResultsFile>(path, validators_, lock_wait());
   log_.log(1, "reading tuning results from {}", path);
   std::vector<ResultRecord> records;
   LoadReport rep;
@@ -71,6 +78,8 @@ Status ContextImpl::ensure_loaded() {
     log_.warn(fmt::format("{}: {}; the old file was kept as {} and a fresh file was started", path,
                           rep.mismatch, rep.backup_path));
   }
+  if (!rep.read_only.empty())
+    log_.warn(fmt::format("{} is read and not written ({}): new results stay in memory", path, rep.read_only));
   if (!st.is_ok()) {
     log_.warn(fmt::format("results file unusable, results stay in memory: {}", st.message()));
     file_.reset();
@@ -104,7 +113,14 @@ Status ContextImpl::add_result(const ResultRecord& r) {
     return Status(load_status_.code(),
                   fmt::format("result {} kept in memory only: {}", format_record(r), load_status_.message()));
   }
-  Status st = file_->append(r);
+  std::string dropped;
+  Status st = file_->append(r, &dropped);
+  if (!dropped.empty()) {
+    for (char& c : dropped)
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    if (dropped.size() > 200) dropped = dropped.substr(0, 200) + "...";
+    log_.warn(fmt::format("{}: removed a torn last line (a write cut short): '{}'", file_->path(), dropped));
+  }
   if (!st.is_ok()) {
     st = Status(st.code(), fmt::format("result {} kept in memory only: {}", format_record(r), st.message()));
     log_.warn(st.message());
@@ -119,7 +135,7 @@ void ContextImpl::record_untuned(const std::string& op_sig, const std::string& p
   if (!o.record_untuned) return;
   const std::string path = untuned_path();
   std::lock_guard<std::mutex> lock(file_mu_);
-  if (!untuned_ || untuned_->path() != path) untuned_ = std::make_unique<UntunedFile>(path);
+  if (!untuned_ || untuned_->path() != path) untuned_ = std::make_unique<UntunedFile>(path, lock_wait());
   Status st = untuned_->record(op_sig, params_sig);
   if (!st.is_ok())
     log_.warn(fmt::format("untuned problem {},{} not recorded: {}", op_sig, params_sig, st.message()));

@@ -112,6 +112,9 @@ class ContextImpl {
   }
 
  private:
+  /// The lock wait of the results and untuned files: Options::lock_timeout_ms, notices warned.
+  LockWait lock_wait();
+
   Device device_;
   mutable std::mutex opt_mu_;
   Options options_;

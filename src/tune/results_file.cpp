@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/numbers.hpp"
@@ -40,16 +42,25 @@ bool has_binary(const std::string& s) {
   return false;
 }
 
-// Calls fn for every line with its 1-based number, after the checks every file kind shares.
+constexpr char kBom[] = "\xEF\xBB\xBF";  // UTF-8 byte order mark, as some editors save files
+
+// Calls fn for every line with its 1-based number, after the checks every file kind shares. A last
+// line without a newline is a write cut short (a full disk, a killed writer): its text may be a
+// prefix of a valid line ("openblas_t16" cut to "openblas_t1"), so it is never used.
 template <class Fn>
 void for_each_line(const std::string& text, std::vector<ParseDiagnostic>* diags, Fn fn) {
-  std::size_t pos = 0, lineno = 0;
+  std::size_t pos = text.compare(0, 3, kBom) == 0 ? 3 : 0, lineno = 0;
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
     std::size_t end = nl == std::string::npos ? text.size() : nl;
     ++lineno;
     std::string line = text.substr(pos, end - pos);
     pos = end + 1;
+    if (nl == std::string::npos) {
+      diags->push_back({lineno, fmt::format("last line has no newline (a write cut short: a full disk or a "
+                                            "killed process); ignored ({} bytes)", line.size())});
+      break;
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.size() > kMaxLineLength) {
       diags->push_back({lineno, fmt::format("line longer than {} characters ({}); skipped",
@@ -65,14 +76,33 @@ void for_each_line(const std::string& text, std::vector<ParseDiagnostic>* diags,
   }
 }
 
+// The leading run of complete "Validator," lines of a file's text (a leading BOM included), as bytes.
+std::string leading_validators(const std::string& text) {
+  std::size_t pos = text.compare(0, 3, kBom) == 0 ? 3 : 0;
+  for (;;) {
+    const std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos || text.compare(pos, 10, "Validator,") != 0) break;
+    pos = nl + 1;
+  }
+  return pos == 3 ? std::string() : text.substr(0, pos);
+}
+
+std::atomic<WriteFn> g_write_fn{nullptr};
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
 // Owns an flock on "<path>.lock"; the lock file is never removed, so every process locks the same
 // inode. It is created 0666 (the umask decides) so that one user's lock does not lock others out of a
 // shared results file; a lock file this process may not write is opened read-only (flock needs no
 // write access). Where no lock file exists and none may be created (results shipped in a read-only
-// directory), `read_only_place()` says so: the file may still be read, never written.
+// directory), `read_only_place()` says so: the file may still be read, never written. The lock is
+// polled, never waited for without bound: another process holding it past `wait.timeout_ms` makes
+// acquire() fail with `timed_out()` set.
 class FileLock {
  public:
-  Status acquire(const std::string& path) {
+  Status acquire(const std::string& path, const LockWait& wait) {
     lock_path_ = path + ".lock";
     fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
     if (fd_ < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
@@ -86,14 +116,36 @@ class FileLock {
     if (fd_ < 0)
       return Status(StatusCode::kIoError,
                     fmt::format("cannot open lock file '{}': {}", lock_path_, std::strerror(errno)));
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR)
+    const auto t0 = std::chrono::steady_clock::now();
+    bool noticed = false;
+    int sleep_us = 100;  // doubles up to 20 ms: quick for a short append, cheap for a long hold
+    for (;;) {
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return Status::ok();
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK)
         return Status(StatusCode::kIoError,
                       fmt::format("cannot lock '{}': {}", lock_path_, std::strerror(errno)));
+      const double waited = ms_since(t0);
+      if (waited >= wait.timeout_ms) {
+        timed_out_ = true;
+        return Status(StatusCode::kIoError,
+                      fmt::format("gave up waiting for the lock on '{}' after {:.3g} s: another process holds it "
+                                  "(TUNABLE_LOCK_TIMEOUT_MS)", lock_path_, wait.timeout_ms / 1000.0));
+      }
+      if (!noticed && waited >= wait.notice_after_ms) {
+        noticed = true;
+        if (wait.notice)
+          wait.notice(fmt::format("waiting for the lock on '{}': another process holds it (giving up after "
+                                  "{:.3g} s)", lock_path_, wait.timeout_ms / 1000.0));
+      }
+      const double left_us = (wait.timeout_ms - waited) * 1000.0;
+      std::this_thread::sleep_for(std::chrono::microseconds(
+          static_cast<long long>(std::max(1.0, std::min<double>(sleep_us, left_us)))));
+      sleep_us = std::min(2 * sleep_us, 20000);
     }
-    return Status::ok();
   }
   bool read_only_place() const { return read_only_place_; }
+  bool timed_out() const { return timed_out_; }
   ~FileLock() {
     if (fd_ >= 0) {
       ::flock(fd_, LOCK_UN);
@@ -105,6 +157,30 @@ class FileLock {
   std::string lock_path_;
   int fd_ = -1;
   bool read_only_place_ = false;
+  bool timed_out_ = false;
+};
+
+// Closes a file descriptor when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  /// Closes now and says whether that worked (a network file system may report a write error here).
+  Status close(const std::string& path) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0)
+      return Status(StatusCode::kIoError, fmt::format("cannot close '{}': {}", path, std::strerror(errno)));
+    return Status::ok();
+  }
+
+ private:
+  int fd_;
 };
 
 // Only regular files are results files: a FIFO would block the reader (holding the lock), a device
@@ -120,9 +196,11 @@ Status require_regular(int fd, const std::string& path) {
 }
 
 Status write_all(int fd, const std::string& data, const std::string& path) {
+  const WriteFn write_fn = g_write_fn.load();
   std::size_t done = 0;
   while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    ssize_t w = write_fn ? write_fn(fd, data.data() + done, data.size() - done)
+                         : ::write(fd, data.data() + done, data.size() - done);
     if (w < 0) {
       if (errno == EINTR) continue;
       return Status(StatusCode::kIoError,
@@ -133,11 +211,40 @@ Status write_all(int fd, const std::string& data, const std::string& path) {
   return Status::ok();
 }
 
-// Appends `text`; when the file does not end in a newline (a torn or hand-edited last line) one is
-// added first, so the new line never fuses with the old one. `written` (optional) gets the file's
-// identity after the write.
-Status append_text(const std::string& path, const std::string& text, FileIdentity* written = nullptr) {
-  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+long long file_size(int fd) {
+  struct stat sb;
+  return ::fstat(fd, &sb) == 0 ? static_cast<long long>(sb.st_size) : -1;
+}
+
+// Reads all of `fd` into `text`; refuses a file over kMaxFileBytes from its size, before reading.
+Status read_fd(int fd, const std::string& path, std::string* text) {
+  text->clear();
+  const long long size = file_size(fd);
+  if (size > static_cast<long long>(kMaxFileBytes))
+    return Status(StatusCode::kIoError,
+                  fmt::format("'{}' is {:.1f} MiB, over the {} MiB a results file may have; it is not read", path,
+                              size / 1048576.0, kMaxFileBytes >> 20));
+  if (size > 0) text->reserve(static_cast<std::size_t>(size));
+  char buf[1 << 16];
+  for (off_t at = 0;;) {
+    ssize_t r = ::pread(fd, buf, sizeof buf, at);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status(StatusCode::kIoError, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    }
+    if (r == 0) break;
+    text->append(buf, static_cast<std::size_t>(r));
+    at += r;
+    if (text->size() > kMaxFileBytes)  // it grew while being read
+      return Status(StatusCode::kIoError,
+                    fmt::format("'{}' is larger than {} MiB; refusing to read it", path, kMaxFileBytes >> 20));
+  }
+  return Status::ok();
+}
+
+// Opens `path` for appending (created if absent), refusing anything but a regular file.
+Status open_for_append(const std::string& path, int* fd_out) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
   if (fd < 0)
     return Status(StatusCode::kIoError,
                   fmt::format("cannot open '{}' for appending: {}", path, std::strerror(errno)));
@@ -145,17 +252,62 @@ Status append_text(const std::string& path, const std::string& text, FileIdentit
     ::close(fd);
     return st;
   }
-  struct stat sb;
-  char last = '\n';
-  if (::fstat(fd, &sb) == 0 && sb.st_size > 0 && ::pread(fd, &last, 1, sb.st_size - 1) != 1)
-    last = '\n';
-  Status st = write_all(fd, last == '\n' ? text : "\n" + text, path);
-  if (st.is_ok() && written != nullptr && ::fstat(fd, &sb) == 0)
-    *written = FileIdentity{static_cast<unsigned long long>(sb.st_dev), static_cast<unsigned long long>(sb.st_ino),
-                            static_cast<long long>(sb.st_size)};
-  if (::close(fd) != 0 && st.is_ok())
-    st = Status(StatusCode::kIoError, fmt::format("cannot close '{}': {}", path, std::strerror(errno)));
+  *fd_out = fd;
+  return Status::ok();
+}
+
+// Where the file's last line starts when it has no newline (a write cut short; 0 when the whole file
+// is that line), or -1 when the file ends in a newline, is empty, or holds no newline in its last
+// kMaxLineLength + 2 bytes and is longer than that (then there is no line to cut back to).
+long long torn_tail_start(int fd, long long size) {
+  if (size <= 0) return -1;
+  std::string tail(static_cast<std::size_t>(std::min<long long>(size, kMaxLineLength + 2)), '\0');
+  const long long from = size - static_cast<long long>(tail.size());
+  if (::pread(fd, tail.data(), tail.size(), from) != static_cast<ssize_t>(tail.size()) || tail.back() == '\n')
+    return -1;
+  const std::size_t nl = tail.rfind('\n');
+  if (nl == std::string::npos) return from == 0 ? 0 : -1;
+  return from + static_cast<long long>(nl) + 1;
+}
+
+// Appends `text` to `fd` (opened by open_for_append) under the caller's lock. A torn last line is
+// removed first: completed by a newline it would parse, and a cut name may be another valid name.
+// `dropped` (optional) gets it. Where no line can be cut back to, a newline is added instead so the
+// new line never fuses with the old text. A write that fails (a full disk) is cut back to the size
+// before it, so it leaves no torn line either.
+Status append_locked(int fd, const std::string& path, const std::string& text, std::string* dropped) {
+  long long keep = file_size(fd);
+  if (keep < 0) return Status(StatusCode::kIoError, fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
+  std::string data = text;
+  if (const long long torn = torn_tail_start(fd, keep); torn >= 0) {
+    std::string cut(static_cast<std::size_t>(keep - torn), '\0');
+    if (::pread(fd, cut.data(), cut.size(), torn) != static_cast<ssize_t>(cut.size())) cut.clear();
+    if (::ftruncate(fd, torn) != 0)
+      return Status(StatusCode::kIoError, fmt::format("cannot remove the torn last line of '{}': {}", path,
+                                                      std::strerror(errno)));
+    if (dropped != nullptr) *dropped = std::move(cut);
+    keep = torn;
+  } else if (keep > 0) {
+    char last = '\n';
+    if (::pread(fd, &last, 1, keep - 1) == 1 && last != '\n') data = "\n" + data;
+  }
+  Status st = write_all(fd, data, path);
+  if (!st.is_ok()) {
+    const int e = ::ftruncate(fd, keep) == 0 ? 0 : errno;
+    st = Status(st.code(), e == 0 ? st.message() + "; the partial line was removed"
+                                  : fmt::format("{}; the partial line could not be removed: {}", st.message(),
+                                                std::strerror(e)));
+  }
   return st;
+}
+
+// Opens, appends under the caller's lock, and closes.
+Status append_to(const std::string& path, const std::string& text, std::string* dropped = nullptr) {
+  int raw = -1;
+  TUNABLE_RETURN_IF_ERROR(open_for_append(path, &raw));
+  Fd fd(raw);
+  TUNABLE_RETURN_IF_ERROR(append_locked(fd.get(), path, text, dropped));
+  return fd.close(path);
 }
 
 std::string header_text(const std::vector<Validator>& v) {
@@ -301,8 +453,16 @@ std::string format_record(const ResultRecord& r) {
 std::string insert_ordinal(const std::string& path, Device device) {
   const std::string tag =
       device.kind == DeviceKind::kCpu ? std::string("cpu") : std::to_string(device.ordinal);
-  if (auto p = path.find("%d"); p != std::string::npos)
-    return path.substr(0, p) + tag + path.substr(p + 2);
+  if (path.find("%d") != std::string::npos) {
+    std::string out;
+    for (std::size_t at = 0;;) {
+      const std::size_t p = path.find("%d", at);
+      out += path.substr(at, p == std::string::npos ? std::string::npos : p - at);
+      if (p == std::string::npos) return out;
+      out += tag;
+      at = p + 2;
+    }
+  }
   const std::string ins = device.kind == DeviceKind::kCpu ? "_cpu" : tag;
   std::size_t slash = path.find_last_of('/');
   std::size_t dot = path.find_last_of('.');
@@ -338,44 +498,26 @@ std::optional<std::string> validator_mismatch(const std::vector<Validator>& have
 Status read_file(const std::string& path, std::string* text, bool* exists) {
   *exists = false;
   text->clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
+  int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (raw < 0) {
     if (errno == ENOENT) return Status::ok();
     return Status(StatusCode::kIoError,
                   fmt::format("cannot open '{}' for reading: {}", path, std::strerror(errno)));
   }
+  Fd fd(raw);
   *exists = true;
-  if (Status st = require_regular(fd, path); !st.is_ok()) {
-    ::close(fd);
-    return st;
-  }
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      Status st(StatusCode::kIoError, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-      ::close(fd);
-      return st;
-    }
-    if (r == 0) break;
-    text->append(buf, static_cast<std::size_t>(r));
-    if (text->size() > kMaxFileBytes) {
-      ::close(fd);
-      return Status(StatusCode::kIoError,
-                    fmt::format("'{}' is larger than {} MiB; refusing to read it", path,
-                                kMaxFileBytes >> 20));
-    }
-  }
-  ::close(fd);
-  return Status::ok();
+  TUNABLE_RETURN_IF_ERROR(require_regular(fd.get(), path));
+  return read_fd(fd.get(), path, text);
 }
+
+void set_write_fn_for_testing(WriteFn fn) { g_write_fn.store(fn); }
 
 Status ResultsFile::load(std::vector<ResultRecord>* records, LoadReport* report) {
   FileLock lock;
-  const Status locked = lock.acquire(path_);
-  // Without a lock file and no way to make one, the file is only read: nothing here writes.
-  if (!locked.is_ok() && !lock.read_only_place()) return locked;
+  const Status locked = lock.acquire(path_, wait_);
+  // Without a lock file and no way to make one, or with the lock held elsewhere past the timeout, the
+  // file is only read: nothing here writes.
+  if (!locked.is_ok() && !lock.read_only_place() && !lock.timed_out()) return locked;
   std::string text;
   bool exists = false;
   Status st = read_file(path_, &text, &exists);
@@ -383,19 +525,28 @@ Status ResultsFile::load(std::vector<ResultRecord>* records, LoadReport* report)
     // An unreadable or oversized file is kept where it is; say so, never clobber it.
     return st;
   }
-  auto unlocked = [&](const char* what) {
+  auto unlocked = [&](const std::string& what) {
     return Status(StatusCode::kIoError, fmt::format("'{}' {}, and {}", path_, what, locked.message()));
   };
-  if (!exists || text.empty()) {
+  header_ = header_text(validators_);
+  // Empty, or our own header cut short (its writer died, or the disk was full): started again.
+  const bool torn_header = text.size() < header_.size() && header_.compare(0, text.size(), text) == 0;
+  if (!exists || torn_header) {
     if (!locked.is_ok()) return unlocked("cannot be created");
     report->created = true;
-    return append_text(path_, header_text(validators_), &identity_);
+    int raw_fd = -1;
+    TUNABLE_RETURN_IF_ERROR(open_for_append(path_, &raw_fd));
+    Fd fd(raw_fd);
+    if (::ftruncate(fd.get(), 0) != 0)
+      return Status(StatusCode::kIoError, fmt::format("cannot start '{}' again: {}", path_, std::strerror(errno)));
+    TUNABLE_RETURN_IF_ERROR(append_locked(fd.get(), path_, header_, nullptr));
+    return fd.close(path_);
   }
   ParsedResults parsed = parse_results(text);
   report->diagnostics = std::move(parsed.diagnostics);
   if (auto why = validator_mismatch(parsed.validators, validators_)) {
     report->mismatch = *why;
-    if (!locked.is_ok()) return unlocked(fmt::format("has other validators ({}) and cannot be moved", *why).c_str());
+    if (!locked.is_ok()) return unlocked(fmt::format("has other validators ({}) and cannot be moved", *why));
     if (Status moved = move_to_backup(path_, &report->backup_path); !moved.is_ok()) {
       report->backup_path.clear();
       return Status(StatusCode::kIoError,
@@ -404,58 +555,90 @@ Status ResultsFile::load(std::vector<ResultRecord>* records, LoadReport* report)
                                 path_, *why, moved.message()));
     }
     report->created = true;
-    return append_text(path_, header_text(validators_), &identity_);
+    return append_to(path_, header_);
   }
-  read_only_ = !locked.is_ok();
-  struct stat sb;
-  if (::stat(path_.c_str(), &sb) == 0)
-    identity_ = FileIdentity{static_cast<unsigned long long>(sb.st_dev), static_cast<unsigned long long>(sb.st_ino),
-                             static_cast<long long>(sb.st_size)};
+  if (!locked.is_ok()) {
+    read_only_ = lock.timed_out() ? locked.message()
+                                  : fmt::format("its lock file '{}.lock' cannot be created", path_);
+    report->read_only = read_only_;
+  }
+  header_ = leading_validators(text);
   *records = std::move(parsed.records);
   return Status::ok();
 }
 
-Status ResultsFile::append(const ResultRecord& record) {
-  if (read_only_)
-    return Status(StatusCode::kIoError,
-                  fmt::format("'{}' was loaded read-only (its lock file '{}.lock' cannot be created)", path_, path_));
+Status ResultsFile::append(const ResultRecord& record, std::string* dropped) {
+  if (!read_only_.empty())
+    return Status(StatusCode::kIoError, fmt::format("'{}' was loaded read-only ({})", path_, read_only_));
+  if (!gave_up_.is_ok()) return gave_up_;
   FileLock lock;
-  if (Status st = lock.acquire(path_); !st.is_ok()) return st;
-  struct stat sb;
+  if (Status st = lock.acquire(path_, wait_); !st.is_ok()) {
+    if (lock.timed_out())
+      gave_up_ = Status(st.code(), st.message() + "; this process writes no more results there");
+    return st;
+  }
+  int raw = -1;
+  TUNABLE_RETURN_IF_ERROR(open_for_append(path_, &raw));
+  Fd fd(raw);
+  const long long size = file_size(fd.get());
   std::string text;
-  if (::stat(path_.c_str(), &sb) != 0 || sb.st_size == 0) {
-    text = header_text(validators_);  // gone or emptied: start it again under our validators
-  } else if (static_cast<unsigned long long>(sb.st_dev) != identity_.dev ||
-             static_cast<unsigned long long>(sb.st_ino) != identity_.ino || sb.st_size < identity_.size) {
-    // Replaced or rewritten since this process read it (another build or device moved it aside and
-    // started its own): append only if its validators are still ours.
-    std::string now;
-    bool exists = false;
-    TUNABLE_RETURN_IF_ERROR(read_file(path_, &now, &exists));
-    if (auto why = validator_mismatch(parse_results(now).validators, validators_))
-      return Status(StatusCode::kIoError,
-                    fmt::format("'{}' was replaced since it was loaded and its validators are not this "
-                                "process's ({}); the result is not written there",
-                                path_, *why));
+  if (size <= 0) {
+    header_ = header_text(validators_);  // gone or emptied: start it again under our validators
+    text = header_;
+  } else {
+    // The validator lines, every time (a few hundred bytes): the file may have been moved aside and
+    // started again by another build or device, or copied over in place (same inode, any size).
+    std::string prefix(static_cast<std::size_t>(std::min<long long>(size, 64 << 10)), '\0');
+    const ssize_t got = ::pread(fd.get(), prefix.data(), prefix.size(), 0);
+    prefix.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    const std::string head = leading_validators(prefix);
+    const std::string ours = header_text(validators_);
+    if (static_cast<long long>(prefix.size()) == size && prefix.size() < ours.size() &&
+        ours.compare(0, prefix.size(), prefix) == 0) {
+      // The whole file is our own header cut short (its writer died, or the disk was full): it is
+      // started again.
+      if (::ftruncate(fd.get(), 0) != 0)
+        return Status(StatusCode::kIoError, fmt::format("cannot restart '{}' after its torn header: {}", path_,
+                                                        std::strerror(errno)));
+      header_ = ours;
+      text = header_;
+    } else if (head != header_ || head.empty()) {
+      std::string now;
+      TUNABLE_RETURN_IF_ERROR(read_fd(fd.get(), path_, &now));
+      if (auto why = validator_mismatch(parse_results(now).validators, validators_))
+        return Status(StatusCode::kIoError,
+                      fmt::format("'{}' was replaced or rewritten since it was loaded and its validators are not "
+                                  "this process's ({}); the result is not written there",
+                                  path_, *why));
+      header_ = head;
+    }
   }
   text += format_record(record) + "\n";
-  return append_text(path_, text, &identity_);
+  TUNABLE_RETURN_IF_ERROR(append_locked(fd.get(), path_, text, dropped));
+  return fd.close(path_);
 }
 
 Status UntunedFile::record(const std::string& op_sig, const std::string& params_sig) {
   std::lock_guard<std::mutex> guard(mu_);
   auto key = std::make_pair(op_sig, params_sig);
   if (seen_.count(key)) return Status::ok();
+  if (!gave_up_.is_ok()) return gave_up_;
   FileLock lock;
-  if (Status st = lock.acquire(path_); !st.is_ok()) return st;
+  if (Status st = lock.acquire(path_, wait_); !st.is_ok()) {
+    if (lock.timed_out())
+      gave_up_ = Status(st.code(), st.message() + "; this process records no more untuned problems there");
+    return st;
+  }
+  int raw = -1;
+  TUNABLE_RETURN_IF_ERROR(open_for_append(path_, &raw));
+  Fd fd(raw);
   std::string text;
-  bool exists = false;
-  if (Status st = read_file(path_, &text, &exists); !st.is_ok()) return st;
+  TUNABLE_RETURN_IF_ERROR(read_fd(fd.get(), path_, &text));
   std::vector<ParseDiagnostic> diags;
   for (auto& p : parse_untuned(text, &diags)) seen_.insert(std::move(p));
   if (seen_.count(key)) return Status::ok();
-  std::string line = op_sig + "," + params_sig + "\n";
-  if (Status st = append_text(path_, line); !st.is_ok()) return st;
+  TUNABLE_RETURN_IF_ERROR(append_locked(fd.get(), path_, op_sig + "," + params_sig + "\n", nullptr));
+  TUNABLE_RETURN_IF_ERROR(fd.close(path_));
   seen_.insert(key);
   return Status::ok();
 }

@@ -11,7 +11,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -257,14 +259,22 @@ class TunableOp final : public TunableOpBase {
   Status tune_now(const Args& args, const std::string& ps, SolutionPtr<Args>* chosen, Persisted* persisted) {
     std::lock_guard<std::mutex> one_at_a_time(ctx_.tuning_mutex());
     const Options opt = ctx_.options();
-    std::vector<SolutionPtr<Args>> cands;
-    TUNABLE_RETURN_IF_ERROR(candidates(args, &cands));
-    std::unique_ptr<Workload<Args>> wl;
-    TUNABLE_RETURN_IF_ERROR(h_.make_workload(args, opt, &wl));
     TuneOutcome<Args> oc;
     const std::string label = fmt::format("{}({})", h_.op_signature, ps);
-    TUNABLE_RETURN_IF_ERROR(tune_candidates(opt, ctx_.log(), label, cands, *wl, &oc,
-                                            ctx_.progress_callback()));
+    // Workloads estimate their buffers against the memory there is, but an allocation may still fail
+    // (another thread took the memory, a limit they cannot see): that is a problem this process cannot
+    // tune, never a failed call. The workload is freed before Default runs.
+    try {
+      std::vector<SolutionPtr<Args>> cands;
+      TUNABLE_RETURN_IF_ERROR(candidates(args, &cands));
+      std::unique_ptr<Workload<Args>> wl;
+      TUNABLE_RETURN_IF_ERROR(h_.make_workload(args, opt, &wl));
+      TUNABLE_RETURN_IF_ERROR(tune_candidates(opt, ctx_.log(), label, cands, *wl, &oc, ctx_.progress_callback()));
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kNotSupported, fmt::format("out of host memory while tuning {}", label));
+    } catch (const std::length_error& e) {
+      return Status(StatusCode::kNotSupported, fmt::format("tuning {} asked for too large a buffer ({})", label, e.what()));
+    }
     ctx_.count_tuned();
     *persisted = Persisted{ctx_.add_result(ResultRecord{h_.op_signature, ps, oc.best->name(), oc.best_ms})};
     *chosen = oc.best;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "tunable/measure.hpp"
 #include "tunable/status.hpp"
 #include "tunable/types.hpp"
 
@@ -56,14 +57,14 @@ class HostTimer final : public Timer {
                     std::vector<double>* times) override;
 };
 
-template <class Args>
-class Workload {
+/// The part of a workload that does not depend on the op's argument type: what the tuning phases
+/// (tuner.cpp) use besides running candidates.
+class WorkloadBase {
  public:
-  virtual ~Workload() = default;
+  virtual ~WorkloadBase() = default;
   /// Number of input copies; copy 0 is the one the numerics check uses.
   virtual std::size_t copies() const = 0;
   virtual std::size_t bytes_per_copy() const = 0;
-  virtual const Args& args(std::size_t copy) const = 0;
   /// Puts copy 0's output in its pre-run state: poisoned (NaN) when the op does not read it,
   /// otherwise restored to the initial random values.
   virtual Status prepare_check() = 0;
@@ -77,10 +78,29 @@ class Workload {
   virtual Stream stream() const { return nullptr; }
   /// Waits for all work the workload's stream holds (no-op on the CPU).
   virtual Status synchronize() { return Status::ok(); }
+  /// Whether a candidate's first call takes about as long as its later ones (no module load or JIT
+  /// on a first launch, as on a GPU), so that one far slower than the best so far may be dropped on
+  /// that call, before its numerics check and warmup (kSlowFirstCall). The CPU's is.
+  virtual bool first_call_is_representative() const { return false; }
+};
+
+template <class Args>
+class Workload : public WorkloadBase {
+ public:
+  virtual const Args& args(std::size_t copy) const = 0;
 };
 
 /// Number of input copies so that their total is at least `target_bytes` (>= 1, <= max_copies).
 std::size_t rotating_copies(std::size_t bytes_per_copy, std::size_t target_bytes,
                             std::size_t max_copies);
+
+// host_memory_available() and format_bytes() are public (tunable/measure.hpp): workloads estimate
+// their buffers against the former before allocating any.
+/// Test seam: host_memory_available() returns `bytes` (0: measure again).
+void set_host_memory_available_for_testing(std::size_t bytes);
+
+/// Size arithmetic on values derived from user dimensions: false when the result does not fit.
+inline bool checked_mul(std::size_t a, std::size_t b, std::size_t* out) { return !__builtin_mul_overflow(a, b, out); }
+inline bool checked_add(std::size_t a, std::size_t b, std::size_t* out) { return !__builtin_add_overflow(a, b, out); }
 
 }  // namespace tunable

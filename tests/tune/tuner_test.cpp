@@ -309,7 +309,7 @@ TEST_F(Fixture, GraphTieBreakAmongBackToBackTies) {
 }
 
 // A finalist that runs in graphs in <= 80 % of its back-to-back time says the back-to-back times
-// are mostly launches: every finalist is ranked by its graph time (the round-21 fused-op case).
+// are mostly launches: every finalist is ranked by its graph time (as few-row fused ops are on an H100).
 TEST_F(Fixture, LaunchBoundProblemsRankAllFinalistsInGraphs) {
   opt.max_tuning_iterations = 9;
   opt.max_tuning_duration_ms = 0;

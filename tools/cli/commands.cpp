@@ -11,12 +11,15 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "tunable/context.hpp"
 #include "tunable/gemm.hpp"
 #include "tunable/ops.hpp"
+#include "tunable/measure.hpp"
 #include "tunable/results.hpp"
 
 namespace tunable::cli {
@@ -41,13 +44,28 @@ void check_cuda(cudaError_t e, const char* what) {
     throw Error(StatusCode::kCudaError, fmt::format("{}: {}", what, cudaGetErrorString(e)));
 }
 
+/// `n` elements of `es` bytes, or an error naming the operand when that overflows size_t.
+std::size_t operand_bytes(const char* name, std::int64_t n, std::size_t es) {
+  std::size_t bytes = 0;
+  if (n < 0 || __builtin_mul_overflow(static_cast<std::size_t>(n), es, &bytes))
+    throw Error(StatusCode::kInvalidArgument,
+                fmt::format("{} would hold {} elements of {} bytes: more than memory can address", name, n, es));
+  return bytes;
+}
+
 // Host or device memory holding random values of one dtype.
 class Buffer {
  public:
-  Buffer(Device dev, DataType t, std::size_t n, std::mt19937& rng) : dev_(dev) {
+  Buffer(Device dev, DataType t, const char* name, std::size_t bytes, std::mt19937& rng) : dev_(dev) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
-    const std::size_t es = size_of(t);
-    std::vector<unsigned char> host(n * es);
+    const std::size_t es = size_of(t), n = bytes / es;
+    std::vector<unsigned char> host;
+    try {
+      host.resize(bytes);
+    } catch (const std::bad_alloc&) {
+      throw Error(StatusCode::kNotSupported,
+                  fmt::format("cannot allocate {} of host memory for {}", format_bytes(bytes), name));
+    }
     for (std::size_t i = 0; i < n; ++i) {
       const float v = u(rng);
       switch (t) {
@@ -63,7 +81,8 @@ class Buffer {
       host_ = std::move(host);
       ptr_ = host_.data();
     } else {
-      check_cuda(cudaMalloc(&ptr_, host.size()), "cudaMalloc");
+      check_cuda(cudaMalloc(&ptr_, host.size()),
+                 fmt::format("cudaMalloc of {} for {}", format_bytes(host.size()), name).c_str());
       check_cuda(cudaMemcpy(ptr_, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
     }
   }
@@ -139,20 +158,40 @@ int run_tune(const TuneArgs& a) {
   GemmDesc d = GemmDesc::make(*dt, *parse_transpose(a.trans[0]), *parse_transpose(a.trans[1]),
                               a.m, a.n, a.k);
   throw_if_error(validate(d));
-  std::mt19937 rng(12345);
-  Buffer A(dev, d.dtype, static_cast<std::size_t>(d.lda * (d.transa == Transpose::kN ? d.k : d.m)), rng);
-  Buffer B(dev, d.dtype, static_cast<std::size_t>(d.ldb * (d.transb == Transpose::kN ? d.n : d.k)), rng);
-  Buffer C(dev, d.out_dtype, static_cast<std::size_t>(d.ldc * d.n), rng);
-  GemmOperands ops{A.get(), B.get(), C.get()};
-
   // CLI::Range lets NaN through (every comparison with it is false).
   if (!(a.seconds >= 1e-3 && a.seconds <= 3600))
     throw Error(StatusCode::kInvalidArgument, fmt::format("--seconds must be in [0.001, 3600] (got {})", a.seconds));
-  // The demo reloads what it tuned: a results file it can use is checked before any timing.
+  // The demo reloads what it tuned: a results file it can use is checked before any buffer or timing.
   if (a.file.empty()) throw Error(StatusCode::kInvalidArgument, "--file must name a results file (the demo reloads it)");
   Options base;  // the demo states its options explicitly; the environment is not consulted
   base.filename = a.file;
   base.verbose = a.verbose;
+  Options tuned = base;
+  tuned.enabled = true;
+  Context c1(dev, tuned);
+  throw_if_error(c1.load_results());
+
+  // validate() keeps every dimension within 32 bits, so each element count fits in 63 bits; the
+  // byte counts are checked.
+  const std::size_t a_bytes = operand_bytes("A", d.lda * (d.transa == Transpose::kN ? d.k : d.m), size_of(d.dtype));
+  const std::size_t b_bytes = operand_bytes("B", d.ldb * (d.transb == Transpose::kN ? d.n : d.k), size_of(d.dtype));
+  const std::size_t c_bytes = operand_bytes("C", d.ldc * d.n, size_of(d.out_dtype));
+  // Host memory the operands take at once (on a GPU each passes through one host copy): refused up
+  // front rather than found out by the kernel's out-of-memory killer half-way through filling them.
+  std::size_t host_bytes = std::max({a_bytes, b_bytes, c_bytes});
+  if (dev.kind == DeviceKind::kCpu && (__builtin_add_overflow(a_bytes, b_bytes, &host_bytes) ||
+                                       __builtin_add_overflow(host_bytes, c_bytes, &host_bytes)))
+    host_bytes = SIZE_MAX;
+  if (const std::size_t avail = host_memory_available(); host_bytes > avail)
+    throw Error(StatusCode::kNotSupported,
+                fmt::format("the operands need {} of host memory (A {}, B {}, C {}) and {} is available",
+                            format_bytes(host_bytes), format_bytes(a_bytes), format_bytes(b_bytes),
+                            format_bytes(c_bytes), format_bytes(avail)));
+  std::mt19937 rng(12345);
+  Buffer A(dev, d.dtype, "A", a_bytes, rng);
+  Buffer B(dev, d.dtype, "B", b_bytes, rng);
+  Buffer C(dev, d.out_dtype, "C", c_bytes, rng);
+  GemmOperands ops{A.get(), B.get(), C.get()};
   fmt::print("GEMM {} {} m={} n={} k={} on {}\n", op_signature(d), params_signature(d), d.m, d.n,
              d.k, dev.to_string());
 
@@ -167,29 +206,49 @@ int run_tune(const TuneArgs& a) {
   PhaseResult r0, r1, r2;
   r0.first_call_s = time_first_call(c0, d, ops);
 
-  Options tuned = base;
-  tuned.enabled = true;
-  Context c1(dev, tuned);
-  throw_if_error(c1.load_results());
   install_progress(c1);
   r1.first_call_s = time_first_call(c1, d, ops);
-  auto rec = [&](Context& c) {
+  auto find = [&](Context& c) -> std::optional<ResultRecord> {
     for (const auto& r : c.results())
       if (r.op_signature == op_signature(d) && r.params_signature == params_signature(d)) return r;
-    // The call ran Default because tuning failed (it only warns): the tune API says why.
-    throw_if_error(tune_gemm(c, d));
-    throw Error(StatusCode::kInternal, "the tuned result is missing from the store");
+    return std::nullopt;
   };
-  const ResultRecord chosen = rec(c1);
+  std::optional<ResultRecord> found = find(c1);
+  if (!found) {
+    // The call ran Default because tuning failed (it only warns): the tune API says why.
+    throw_if_error(tune_gemm(c1, d));
+    found = find(c1);
+    if (!found) throw Error(StatusCode::kInternal, "tune_gemm succeeded and its result is missing from the store");
+  }
+  const ResultRecord chosen = *found;
+  // A result the file did not take stays in memory (the library warned why): there is nothing for the
+  // reload to read, and the demo says so instead of tuning again.
+  if (c1.stats().tuned > 0) {
+    ResultsFileContents file;
+    const Status read = read_results_file(c1.results_path(), &file);
+    bool written = false;
+    for (const auto& r : file.records)
+      written |= r.op_signature == chosen.op_signature && r.params_signature == chosen.params_signature &&
+                 r.solution == chosen.solution;
+    if (!written)
+      throw Error(StatusCode::kIoError,
+                  fmt::format("the tuned result ({}) could not be written to {} ({}); nothing to reload",
+                              chosen.solution, c1.results_path(),
+                              read.is_ok() ? "see the warning above" : read.message()));
+  }
 
   Options reload = base;
   reload.enabled = true;
   reload.tuning = false;
   Context c2(dev, reload);
   r2.first_call_s = time_first_call(c2, d, ops);
+  const std::optional<ResultRecord> reloaded = find(c2);
+  if (!reloaded)
+    throw Error(StatusCode::kIoError, fmt::format("{} did not give the tuned result back when reloaded (another "
+                                                  "process may have moved it aside)", c2.results_path()));
 
   // Warm up until two successive 0.1 s rates agree within 2% (at most 3 s): a fresh process
-  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' timings 2x apart.
+  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' rounds 2x apart.
   int warm = 0;
   double last = rate(c0, d, ops, 0.1, &warm);
   for (double spent = 0.1; spent < 3.0; spent += 0.1) {
@@ -222,7 +281,7 @@ int run_tune(const TuneArgs& a) {
                chosen.solution, c1.results_path());
   const ContextStats st = c2.stats();
   fmt::print("reloaded: {:10.2f} iter/s (median of {} rounds, {} iter/s; {} iters); used {} from {}, "
-             "tuned {} problems\n", r2.median(), kRounds, range(r2), r2.iters, rec(c2).solution,
+             "tuned {} problems\n", r2.median(), kRounds, range(r2), r2.iters, reloaded->solution,
              c2.results_path(), st.tuned);
   // A median outside the other phase's rounds is a measured difference; inside them it is noise
   // (short kernels make this host loop jitter by tens of percent between rounds).
@@ -266,10 +325,16 @@ int run_show(const ShowArgs& a) {
 
 int run_tune_file(const TuneFileArgs& a) {
   const Device dev = pick_device(a.device);
-  std::vector<std::pair<std::string, std::string>> problems;
+  std::vector<std::pair<std::string, std::string>> lines;
   std::vector<FileDiagnostic> diags;
-  throw_if_error(read_untuned_file(a.untuned, &problems, &diags));
+  throw_if_error(read_untuned_file(a.untuned, &lines, &diags));
   for (const auto& d : diags) fmt::print(stderr, "{}:{}: {}\n", a.untuned, d.line, d.message);
+  // Each problem once, in the order of its first line (files concatenated from several runs repeat them).
+  std::vector<std::pair<std::string, std::string>> problems;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& p : lines)
+    if (seen.insert(p).second) problems.push_back(p);
+  const std::size_t duplicates = lines.size() - problems.size();
   Options o = Options::from_environment();  // caps, tolerances, cuBLASLt budget as a program gets them
   o.enabled = true;
   o.tuning = true;
@@ -300,8 +365,8 @@ int run_tune_file(const TuneFileArgs& a) {
       fmt::print(stderr, "[{}/{}] {},{}: {}\n", i + 1, problems.size(), op, ps, st.to_string());
     }
   }
-  fmt::print("tuned {} of {} problems into {}\n", problems.size() - failures, problems.size(),
-             ctx.results_path());
+  fmt::print("tuned {} of {} problems into {}{}\n", problems.size() - failures, problems.size(), ctx.results_path(),
+             duplicates ? fmt::format(" ({} duplicate lines skipped)", duplicates) : std::string());
   return failures == 0 && diags.empty() ? 0 : 3;
 }
 

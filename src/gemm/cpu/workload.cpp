@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -28,17 +29,40 @@ class CpuGemmWorkload final : public Workload<GemmArgs> {
     na_ = sa_ * d.batch;
     nb_ = sb_ * d.batch;
     nc_ = sc_ * d.batch;
-    const std::size_t per_copy = (na_ + nb_ + nc_) * es;
+    // Every size below derives from the user's dimensions: checked, so that an absurd shape is
+    // refused rather than wrapped into a small allocation (validate() bounds each matrix's span).
+    // m and n fit in 32 bits, so m * n does in size_t.
+    std::size_t per_copy = 0, elems = 0, c_bytes = 0, ref_bytes = 0, fixed = 0;
+    if (!checked_add(static_cast<std::size_t>(na_), static_cast<std::size_t>(nb_), &elems) ||
+        !checked_add(elems, static_cast<std::size_t>(nc_), &elems) || !checked_mul(elems, es, &per_copy) ||
+        !checked_mul(static_cast<std::size_t>(nc_), es, &c_bytes) ||
+        !checked_mul(static_cast<std::size_t>(d.m) * static_cast<std::size_t>(d.n), sizeof(double), &ref_bytes) ||
+        !checked_mul(ref_bytes, static_cast<std::size_t>(d.batch), &ref_bytes) ||
+        !checked_mul(ref_bytes, 2, &fixed) || !checked_add(fixed, c_bytes, &fixed) ||
+        !checked_add(fixed, per_copy, &fixed))
+      return Status(StatusCode::kNotSupported, "tuning this problem would need more bytes than memory can address");
     std::size_t target = 0;
     if (opt.rotating_buffer_size_mib < 0) target = 2 * cpu_last_level_cache_bytes();
     else target = static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
     copies_ = rotating_copies(per_copy, target, 64);
+    // Checked against what the host has before anything is allocated: tuning takes at most half of
+    // the available memory (the program and its other threads keep the rest), with fewer input copies
+    // if need be; when even one copy, the reference and the check's copy of the output (`fixed`) do
+    // not fit, the problem is not tuned and runs Default.
+    const std::size_t budget = host_memory_available() / 2;
+    if (fixed > budget)
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("not enough host memory to tune: needs {} (an input copy of {} and {} for the "
+                                "reference and the check), and tuning may take half of the {} available",
+                                format_bytes(fixed), format_bytes(per_copy), format_bytes(fixed - per_copy),
+                                format_bytes(budget * 2)));
+    copies_ = std::min<std::size_t>(copies_, 1 + (budget - fixed) / per_copy);
     bytes_per_copy_ = per_copy;
     SplitMix64 rng{fresh_seed()};
     if (d.dtype == DataType::kF32) fill<float>(rng);
     else fill<double>(rng);
     // Reference from copy 0's inputs and initial C.
-    ref_.resize(static_cast<std::size_t>(d.m * d.n * d.batch));
+    ref_.resize(ref_bytes / sizeof(double));
     GemmArgs r = args_[0];
     r.ops.c = c_init_.data();
     reference_gemm_to_double(r, ref_.data());
@@ -78,11 +102,20 @@ class CpuGemmWorkload final : public Workload<GemmArgs> {
 
   Tolerance default_tolerance() const override { return gemm_tolerance(desc_); }
   Status workspace(std::size_t bytes, void** ptr) override {
-    if (ws_.size() < bytes) ws_.resize(bytes);
+    if (ws_.size() < bytes) {
+      if (bytes > host_memory_available() / 2)
+        return Status(StatusCode::kNotSupported, fmt::format("no host memory for a workspace of {}", format_bytes(bytes)));
+      try {
+        ws_.resize(bytes);
+      } catch (const std::bad_alloc&) {
+        return Status(StatusCode::kNotSupported, fmt::format("no host memory for a workspace of {}", format_bytes(bytes)));
+      }
+    }
     *ptr = ws_.empty() ? nullptr : ws_.data();
     return Status::ok();
   }
   Timer& timer() override { return timer_; }
+  bool first_call_is_representative() const override { return true; }
 
  private:
   template <class T>

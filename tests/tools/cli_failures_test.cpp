@@ -1,0 +1,210 @@
+// The `tunable` CLI when things go wrong: what it says must be what happened. A full disk, a memory
+// limit, operands too large to address or to allocate, a results file that is a directory, a lock
+// another process holds, an untuned file repeating one problem.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../tune/process_util.hpp"
+#include "test_util.hpp"
+#include "tune/results_file.hpp"
+
+namespace tunable {
+namespace {
+
+struct CliRun {
+  bool timed_out = false;
+  int code = -1;  ///< exit code; -1 when a signal ended it
+  std::string out;
+};
+
+/// Limits the CLI runs under, as `ulimit -f` / `ulimit -v` would set them.
+struct Limits {
+  long long file_bytes = -1;        ///< RLIMIT_FSIZE (SIGXFSZ ignored, so a write past it fails with EFBIG)
+  long long extra_address_mib = -1;  ///< RLIMIT_AS: this test process's size plus this many MiB
+};
+
+std::size_t vm_size_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) << 10;
+  return 0;
+}
+
+CliRun run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}, Limits lim = {},
+            int timeout_ms = 60000) {
+  int out[2];
+  if (::pipe(out) != 0) return {};
+  const std::size_t as_limit = lim.extra_address_mib >= 0 ? vm_size_bytes() + (lim.extra_address_mib << 20) : 0;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);  // "auto" stays on the CPU even on a GPU machine
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl;
+    if (lim.file_bytes >= 0) {
+      rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(lim.file_bytes);
+      ::setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    if (as_limit > 0) {
+      rl.rlim_cur = rl.rlim_max = as_limit;
+      ::setrlimit(RLIMIT_AS, &rl);
+    }
+    std::vector<char*> argv{const_cast<char*>(TUNABLE_CLI_PATH)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(TUNABLE_CLI_PATH, argv.data());
+    _exit(127);
+  }
+  ::close(out[1]);
+  CliRun r;
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[4096];
+  for (;;) {
+    const int left = timeout_ms - static_cast<int>(std::chrono::duration<double, std::milli>(
+                                                       std::chrono::steady_clock::now() - t0).count());
+    if (left <= 0) {
+      r.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, left) <= 0) continue;
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  return r;
+}
+
+bool has(const CliRun& r, const std::string& s) { return r.out.find(s) != std::string::npos; }
+
+std::vector<std::string> tune_args(const std::string& file, int m, int n, int k, const char* dtype = "fp32") {
+  return {"tune", "--device", "cpu", "--m", std::to_string(m), "--n", std::to_string(n), "--k", std::to_string(k),
+          "--dtype", dtype, "--seconds", "0.01", "--verbose", "0", "--file", file};
+}
+
+TEST(CliFailures, AFailedAppendIsReportedNotWritten) {
+  test::TempDir dir;
+  const std::string file = dir.file("r.csv"), written = dir.file("r_cpu.csv");
+  CliRun first = run_cli(tune_args(file, 16, 16, 16));
+  ASSERT_EQ(first.code, 0) << first.out;
+  const std::string before = test::slurp(written);
+  // The disk is full 10 bytes after what the file holds: the next result's line cannot be written.
+  CliRun full = run_cli(tune_args(file, 24, 24, 24), {}, Limits{static_cast<long long>(before.size()) + 10, -1});
+  EXPECT_NE(full.code, 0) << full.out;
+  EXPECT_FALSE(has(full, "wrote")) << full.out;
+  EXPECT_FALSE(has(full, "internal")) << full.out;
+  EXPECT_TRUE(has(full, "io_error: the tuned result")) << full.out;
+  EXPECT_TRUE(has(full, "could not be written")) << full.out;
+  EXPECT_TRUE(has(full, std::strerror(EFBIG))) << full.out;  // the library's warning says why
+  EXPECT_EQ(test::slurp(written), before) << "a torn line was left behind";
+}
+
+TEST(CliFailures, TheResultsFileIsCheckedBeforeAnyBufferOrTiming) {
+  // With a directory as the file, a shape whose operands take 16 GiB must not allocate them first.
+  test::TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("r_cpu.csv").c_str(), 0755), 0);
+  CliRun r = run_cli(tune_args(dir.file("r.csv"), 2147483647, 2, 1), {}, Limits{-1, 1024}, 30000);
+  ASSERT_FALSE(r.timed_out) << r.out;
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r, "is a directory")) << r.out;
+  EXPECT_FALSE(has(r, "GEMM ")) << r.out;
+}
+
+TEST(CliFailures, OperandsTooLargeForTheHostNameTheirSize) {
+  test::TempDir dir;
+  CliRun r = run_cli(tune_args(dir.file("r.csv"), 2147483647, 2, 1, "fp64"), {}, Limits{-1, 1024}, 30000);
+  ASSERT_FALSE(r.timed_out) << r.out;
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r, "the operands need 48.0 GiB of host memory (A 16.0 GiB, B 16 B, C 32.0 GiB)")) << r.out;
+  EXPECT_FALSE(has(r, "bad_alloc")) << r.out;
+}
+
+TEST(CliFailures, OperandSizesThatOverflowAreRefused) {
+  // m * n = 2^61 + 2^30 - 1 fp64 elements: 8 times that wrapped to 8 GiB, and the fill wrote past it.
+  test::TempDir dir;
+  CliRun r = run_cli(tune_args(dir.file("r.csv"), 2147483647, 1073741825, 1, "fp64"), {}, Limits{-1, 1024}, 30000);
+  ASSERT_FALSE(r.timed_out) << r.out;
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "C would hold 2305843010287435775 elements of 8 bytes")) << r.out;
+}
+
+TEST(CliFailures, TuningWithoutTheMemoryForItSaysSoInsteadOfInternal) {
+  // Operands of 256 MiB under an address-space limit 600 MiB above a process of this size (the CLI
+  // maps about as much at start); tuning would need 1.5 GiB more (an input copy, the double-precision
+  // reference and its check), far past any difference in size between the two processes.
+  test::TempDir dir;
+  CliRun r = run_cli(tune_args(dir.file("r.csv"), 8192, 8192, 1), {}, Limits{-1, 600}, 60000);
+  ASSERT_FALSE(r.timed_out) << r.out;
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r, "not enough host memory to tune")) << r.out;
+  EXPECT_TRUE(has(r, "recorded as untuned")) << r.out;  // the call itself ran Default
+  EXPECT_FALSE(has(r, "internal")) << r.out;
+}
+
+TEST(CliFailures, TuneFileTunesEachProblemOnce) {
+  test::TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 50; ++i) lines += "GemmTunableOp_float_NN,nn_8_8_8_ld_8_8_8\n";
+  lines += "GemmTunableOp_float_NT,nt_8_8_8_ld_8_8_8\nGemmTunableOp_float_NT,nt_8_8_8_ld_8_8_8\n";
+  test::write_text(dir.file("u.csv"), lines);
+  CliRun r = run_cli({"tune-file", dir.file("u.csv"), "--device", "cpu", "--file", dir.file("r.csv")});
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r, "tuned 2 of 2 problems")) << r.out;
+  EXPECT_TRUE(has(r, "(50 duplicate lines skipped)")) << r.out;
+  EXPECT_FALSE(has(r, "[3/")) << r.out;
+  EXPECT_EQ(parse_results(test::slurp(dir.file("r_cpu.csv"))).records.size(), 2u);
+}
+
+TEST(CliFailures, ALockHeldElsewhereIsWaitedForThenGivenUp) {
+  test::TempDir dir;
+  test::write_text(dir.file("u.csv"), "GemmTunableOp_float_NN,nn_8_8_8_ld_8_8_8\n");
+  test::LockHolder holder(dir.file("r_cpu.csv.lock"));
+  ASSERT_TRUE(holder.locked());
+  const auto t0 = std::chrono::steady_clock::now();
+  CliRun r = run_cli({"tune-file", dir.file("u.csv"), "--device", "cpu", "--file", dir.file("r.csv")},
+                  {"TUNABLE_LOCK_TIMEOUT_MS=1500"}, {}, 20000);
+  ASSERT_FALSE(r.timed_out) << "hung on the lock:\n" << r.out;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r, "waiting for the lock on '" + dir.file("r_cpu.csv.lock") + "'")) << r.out;
+  EXPECT_TRUE(has(r, "gave up waiting for the lock")) << r.out;
+}
+
+TEST(CliFailures, ShowReportsATornLastLineAndABom) {
+  test::TempDir dir;
+  test::write_text(dir.file("torn.csv"), "Validator,A,1\nop,p,openblas_t16,1\nop,q,openblas_t1");
+  CliRun r = run_cli({"show", dir.file("torn.csv")});
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_TRUE(has(r, "torn.csv:3: last line has no newline")) << r.out;
+  EXPECT_FALSE(has(r, "openblas_t1 ")) << r.out;
+  test::write_text(dir.file("bom.csv"), "\xEF\xBB\xBFValidator,A,1\nop,p,s,1\n");
+  r = run_cli({"show", dir.file("bom.csv")});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r, "1 validators, 1 results")) << r.out;
+}
+
+}  // namespace
+}  // namespace tunable
