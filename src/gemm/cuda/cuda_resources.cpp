@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gemm/cuda/skinny_state.hpp"
+
 namespace tunable {
 
 cudaDataType_t cuda_type(DataType t) {
@@ -113,6 +115,7 @@ Status CudaGemmResources::create(int ordinal, std::size_t workspace_bytes,
   auto r = std::unique_ptr<CudaGemmResources>(new CudaGemmResources());
   r->ordinal_ = ordinal;
   r->ws_limit_ = workspace_bytes;
+  r->skinny_ = std::make_unique<SkinnyState>(ordinal);
   DeviceGuard on_device;  // the handles and streams belong to `ordinal`; the caller's device stays
   TUNABLE_RETURN_IF_ERROR(on_device.set(ordinal));
   TUNABLE_CUBLAS_CHECK(cublasCreate(&r->blas_));
