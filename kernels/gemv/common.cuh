@@ -1,8 +1,8 @@
 // Shared pieces of the skinny GEMM kernels (decode, M <= 64): the one argument struct, guarded
 // 16-byte loads, the element traits (bf16, fp16, fp8 e4m3: conversion to fp32, CUDA-core dot
 // products and the tensor-core step), the warp transpose-reduction, the epilogue, the
-// deterministic split-K reduction kernel, and the host helpers every launcher uses (device
-// limits and occupancy read from the device, split planning, programmatic dependent launch).
+// deterministic split-K reduction kernel, and the host helpers every launcher uses (occupancy and
+// shared-memory limits from the caller's cache, split planning, programmatic dependent launch).
 //
 // Problem, as the kernels see it (cuBLAS "tn" with the weight on the MMA's M side):
 //   y[j][i] = act(alpha * scale_a * scale_b * sum_p W[i][p] * x[j][p] + beta * y[j][i] + bias[i])
@@ -16,13 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/gemv/skinny_device.hpp"
 
 namespace tunable::kernels {
 
@@ -45,7 +43,9 @@ struct SkinnyParams {
   int splits = 1;                 ///< K splits (gridDim.y); 1 writes y directly
   int pairs = 0;                  ///< paired mmt only: leading blocks that take two 16-row tiles
   int bal_q = 0, bal_e = 0;       ///< balanced mmt only: whole tiles per block, tiles shared by a group
-  unsigned* bal_count = nullptr;  ///< balanced mmt only: arrivals per shared tile, zero between launches
+  /// Balanced mmt only: kSkinnyBalMaxShared arrival counters (one per shared tile), zero between
+  /// launches, owned by the caller and used by one stream at a time.
+  unsigned* bal_count = nullptr;
   float alpha = 1.f, beta = 0.f;  ///< beta == 0: y is never read (it may hold NaN)
   float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^16)
   int prefetch = 0;               ///< weight bytes a block hints into L2 before the PDL wait; 0: the kernel's default
@@ -65,11 +65,11 @@ struct SkinnyLaunch {
   /// (skinny_spread_smem), so a one-wave grid uses every SM instead of packing onto fewer. Ignored
   /// by cluster launches (the cluster scheduler places those). The provider sets it for mmt only:
   /// on the register-fed kernels it gained nothing the tuner did not already have and lost 12 % on
-  /// 405b qkv (NOTES-skinny round 17); on wgt it is not measured.
+  /// 405b qkv (measured on the H100); on wgt it is not measured.
   bool spread = false;
   /// With spread: the blocks per SM to allow instead of ceil(blocks / SMs) (0). A measurement knob
   /// (tunable_skinny_trace --per-sm): one more slot than the grid needs lets the next call's blocks
-  /// become resident while this grid still runs, at the risk of packing this grid (round 22).
+  /// become resident while this grid still runs, at the risk of packing this grid.
   int spread_cap = 0;
 
   /// Blocks per SM the spread allows a grid of `blocks` blocks on `sms` SMs.
@@ -84,8 +84,8 @@ namespace skinny_detail {
 
 // Both loads are volatile asm: the compiler keeps volatile asm in program order, so no load can move
 // above griddepcontrol.wait (pdl_wait, also volatile asm) and read what the preceding grid is
-// still writing. A plain asm has no memory semantics the compiler knows of: nothing but its
-// choice of schedule kept these loads after the wait before (round 22).
+// still writing. A plain asm has no memory semantics the compiler knows of: with one, nothing but
+// the compiler's choice of schedule would keep these loads after the wait.
 
 /// 16 bytes of the weight stream, read exactly once: read-only path, no L1 allocation. Zero when
 /// !pred (the predicate lives inside the asm so the compiler can never speculate the access).
@@ -484,116 +484,56 @@ cudaError_t skinny_dispatch_in(SkinnyIn in, Fn&& fn) {
 }
 
 // ---- host helpers --------------------------------------------------------------------------------------
+//
+// The launchers keep no state: what costs a driver call to learn (the device's facts, each kernel's
+// occupancy and shared-memory limit) comes from the caller as a SkinnyDevice and a
+// SkinnyKernelCache (skinny_device.hpp), which the library reads once per context.
 
-/// Properties of the current device that the launchers size their grids with, read once per
-/// device ordinal (cudaDeviceGetAttribute and the loaded kernel image).
-struct SkinnyDevice {
-  int ordinal = -1;
-  int sms = 0;          ///< multiprocessor count
-  int cc = 0;           ///< compute capability, major * 10 + minor
-  int ptx_version = 0;  ///< virtual architecture the loaded kernels were compiled for (90 for sm_90a)
-  int smem_per_sm = 0;  ///< shared memory of one SM, bytes
-  int smem_optin = 0;   ///< largest dynamic shared memory one block may opt in to, bytes
-  int smem_reserved = 0;  ///< shared memory the system reserves per resident block, bytes
-};
-
-inline cudaError_t skinny_device(SkinnyDevice* out) {
-  static std::mutex mu;
-  static std::vector<SkinnyDevice> cache;
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  std::lock_guard<std::mutex> lock(mu);
-  for (const SkinnyDevice& d : cache) {
-    if (d.ordinal == dev) {
-      *out = d;
-      return cudaSuccess;
-    }
-  }
-  SkinnyDevice d;
-  d.ordinal = dev;
-  int major = 0, minor = 0;
-  if ((e = cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess) return e;
-  d.cc = major * 10 + minor;
-  if ((e = cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) != cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&d.smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) != cudaSuccess)
-    return e;
+/// The virtual architecture the loaded skinny kernels were compiled for (cudaFuncAttributes::
+/// ptxVersion of the split-K reduction, built with the same targets as every skinny kernel). Not
+/// cached: the caller keeps it in its SkinnyDevice.
+inline cudaError_t skinny_loaded_ptx_version(int* out) {
   cudaFuncAttributes fa{};
-  if ((e = cudaFuncGetAttributes(&fa, skinny_splitk_reduce_kernel<256>)) != cudaSuccess) return e;
-  d.ptx_version = fa.ptxVersion;
-  cache.push_back(d);
-  *out = d;
+  const cudaError_t e = cudaFuncGetAttributes(&fa, skinny_splitk_reduce_kernel<256>);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return e;
+  }
+  *out = fa.ptxVersion;
   return cudaSuccess;
 }
 
-/// Resident blocks per SM of `kernel` at `threads` and `smem` bytes of dynamic shared memory, read
-/// once per (kernel, device). Raises the kernel's dynamic shared-memory limit first when it needs
-/// more than the default 48 KiB.
+/// Resident blocks per SM of `kernel` at `threads` and `smem` bytes of dynamic shared memory, from
+/// the caller's cache (which raises the kernel's dynamic shared-memory limit first when it needs more
+/// than the default 48 KiB).
 template <class Kernel>
-cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, int ordinal,
+cudaError_t skinny_blocks_per_sm(Kernel kernel, int threads, std::size_t smem, SkinnyKernelCache* cache,
                                  int* out) {
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> cache;
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), ordinal);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) {
-    *out = it->second;
-    return cudaSuccess;
-  }
-  cudaError_t e;
-  if (smem > 48 * 1024) {
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(smem));
-    if (e != cudaSuccess) return e;
-  }
-  int blocks = 0;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem);
-  if (e != cudaSuccess) return e;
-  if (blocks < 1) return cudaErrorInvalidConfiguration;
-  cache.emplace(key, blocks);
-  *out = blocks;
-  return cudaSuccess;
+  if (cache == nullptr) return cudaErrorInvalidValue;
+  return cache->blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, out);
 }
 
-/// Dynamic shared memory to launch `kernel` with at most `cap` blocks per SM (NOTES-skinny round
-/// 16; SkinnyLaunch::spread_per_sm): the block scheduler packs a one-wave grid onto as few SMs as the
-/// occupancy allows (2-3 blocks each) and leaves the rest idle, so when `per_sm` (the occupancy at
-/// `smem`) exceeds the blocks per SM the grid needs, the block's shared memory is padded until one
-/// more block no longer fits. Returns `smem` where the cap does not bind or the padding exceeds the opt-in limit.
-/// The kernel's dynamic shared-memory limit is raised once per (kernel, device), not on every
-/// launch, to what the opt-in maximum leaves beside the kernel's static shared memory.
+/// Dynamic shared memory to launch `kernel` with at most `cap` blocks per SM (SkinnyLaunch::
+/// spread_per_sm): the block scheduler packs a one-wave grid onto as few SMs as the occupancy allows
+/// (2-3 blocks each) and leaves the rest idle, so when `per_sm` (the occupancy at `smem`) exceeds
+/// the blocks per SM the grid needs, the block's shared memory is padded until one more block no
+/// longer fits. Returns `smem` where the cap does not bind or the padding exceeds what the kernel
+/// may be given beside its static shared memory (SkinnyKernelCache::max_dynamic_smem, which raises
+/// the kernel's limit once, not on every launch).
 template <class Kernel>
 cudaError_t skinny_spread_smem(Kernel kernel, long long cap, int per_sm, std::size_t smem,
-                               const SkinnyDevice& dev, std::size_t* out) {
+                               const SkinnyDevice& dev, SkinnyKernelCache* cache, std::size_t* out) {
   *out = smem;
   if (cap >= per_sm) return cudaSuccess;
   // cap + 1 blocks must not fit: each takes more than smem_per_sm / (cap + 1) with its reservation
   // (and its static shared memory, which only adds to it).
   const long long want = dev.smem_per_sm / (cap + 1) - dev.smem_reserved + 128;
   if (want <= static_cast<long long>(smem)) return cudaSuccess;
-  // The dynamic limit is what the opt-in maximum leaves beside the kernel's static shared memory.
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, long long> limit;
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), dev.ordinal);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = limit.find(key);
-  if (it == limit.end()) {
-    cudaFuncAttributes fa{};
-    cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
-    const long long max_dynamic = dev.smem_optin - static_cast<long long>(fa.sharedSizeBytes);
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(max_dynamic));
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return e;
-    }
-    it = limit.emplace(key, max_dynamic).first;
-  }
-  if (want <= it->second) *out = static_cast<std::size_t>(want);
+  if (cache == nullptr) return cudaErrorInvalidValue;
+  long long max_dynamic = 0;
+  const cudaError_t e = cache->max_dynamic_smem(reinterpret_cast<const void*>(kernel), &max_dynamic);
+  if (e != cudaSuccess) return e;
+  if (want <= max_dynamic) *out = static_cast<std::size_t>(want);
   return cudaSuccess;
 }
 

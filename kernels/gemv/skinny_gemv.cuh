@@ -109,14 +109,15 @@ constexpr int skinny_gemv_token_tile(int n) {
 }
 
 template <class Tr, int MT, int RPW, int WARPS>
-cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                               cudaStream_t stream) {
   const auto kernel = skinny_gemv_kernel<Tr, MT, RPW, WARPS>;
   constexpr int kThreads = WARPS * 32;
   SkinnyParams p = l.p;
   const long long blocks0 = (static_cast<long long>(p.m) + RPW * WARPS - 1) / (RPW * WARPS);
   if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
   int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, 0, dev.ordinal, &per_sm);
+  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, 0, cache, &per_sm);
   if (e != cudaSuccess) return e;
   const SkinnySplit sp = skinny_plan(l, p.k, skinny_gemv_granule(Tr::kVec), blocks0,
                                      static_cast<long long>(per_sm) * dev.sms);
@@ -125,27 +126,25 @@ cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, c
   p.acc_scale = Tr::kBytes == 1 ? skinny_detail::E4M3Traits::kAccScale : 1.f;
   std::size_t smem = 0;
   if (l.spread &&
-      (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, 0, dev, &smem)) !=
-          cudaSuccess)
+      (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, 0, dev, cache,
+                              &smem)) != cudaSuccess)
     return e;
   e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
                          kThreads, smem, 1, p, dev, stream);
   return e != cudaSuccess ? e : skinny_finish(p, dev, stream);
 }
 
-/// Runs the GEMV on `stream`: rows_per_warp in {1, 2, 4}, threads in {128, 256}, l.p.n <= 8.
+/// Runs the GEMV on `stream`: rows_per_warp in {1, 2, 4}, threads in {128, 256}, l.p.n <= 8; `dev`
+/// and `cache` are the caller's facts of the current device (skinny_device.hpp).
 inline cudaError_t skinny_gemv(SkinnyIn in, int rows_per_warp, int threads, const SkinnyLaunch& l,
-                               cudaStream_t stream) {
+                               const SkinnyDevice& dev, SkinnyKernelCache* cache, cudaStream_t stream) {
   if (threads % 32 != 0) return cudaErrorInvalidValue;
-  SkinnyDevice dev;
-  cudaError_t e = skinny_device(&dev);
-  if (e != cudaSuccess) return e;
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2, 4, 8>(skinny_gemv_token_tile(l.p.n), [&](auto mt) {
       return skinny_dispatch_int<1, 2, 4>(rows_per_warp, [&](auto rpw) {
         return skinny_dispatch_int<4, 8>(threads / 32, [&](auto warps) {
-          return skinny_gemv_launch<Tr, mt.value, rpw.value, warps.value>(l, dev, stream);
+          return skinny_gemv_launch<Tr, mt.value, rpw.value, warps.value>(l, dev, cache, stream);
         });
       });
     });

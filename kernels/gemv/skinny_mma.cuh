@@ -31,8 +31,9 @@ constexpr int skinny_mma_unroll(int wm) { return 4 / wm; }
 /// warp + kU * KW, ... hold chunks s + u * KW, so the KW warps stream each row together in 64-byte
 /// pieces. Warp-contiguous (WC true): warp w owns chunks [w * per_warp, (w + 1) * per_warp) and
 /// stage s = 0, 1, ... holds its local chunks s * kU + u, so each warp streams kU * 64 contiguous
-/// bytes of a row per stage (bench/NOTES-skinny.md rounds 10-11). elem() is lane t's first K
-/// element of chunk u, or ke (predicated off, read as zero) past the range or the warp's share.
+/// bytes of a row per stage (faster per block when one wave covers the weight). elem() is lane t's
+/// first K element of chunk u, or ke (predicated off, read as zero) past the range or the warp's
+/// share.
 template <bool WC, int kU, int KW, int kVec>
 struct SkinnyKOrder {
   static constexpr int kChunk = 4 * kVec;
@@ -263,7 +264,7 @@ __global__ void __launch_bounds__(KW * 32, skinny_mmap_min_blocks<Tr>(WM, WN, KW
 /// split-K (partials and the reduction kernel) or cluster split-K grid.
 template <class Tr, int WM, int KW, int CS, class Kernel>
 cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const SkinnyLaunch& l,
-                                     const SkinnyDevice& dev, cudaStream_t stream) {
+                                     const SkinnyDevice& dev, SkinnyKernelCache* cache, cudaStream_t stream) {
   constexpr int kThreads = KW * 32;
   // bf16/fp16 mma.sync exists from sm_80 on, e4m3 from sm_89, clusters from sm_90; code built for
   // older targets traps.
@@ -274,7 +275,7 @@ cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const Skin
   if (blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
   // Also raises the dynamic shared-memory limit when the tile needs more than 48 KiB (bm32 x 64).
   int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, dev.ordinal, &per_sm);
+  cudaError_t e = skinny_blocks_per_sm(kernel, kThreads, smem, cache, &per_sm);
   if (e != cudaSuccess) return e;
   const int granule = skinny_mma_granule(Tr::kVec, KW);
   if constexpr (CS > 1) {
@@ -289,7 +290,7 @@ cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const Skin
   const dim3 grid(static_cast<unsigned>(blocks0), CS > 1 ? CS : static_cast<unsigned>(p.splits));
   std::size_t launch_smem = smem;
   if (CS == 1 && l.spread &&
-      (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, smem, dev,
+      (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, smem, dev, cache,
                               &launch_smem)) != cudaSuccess)
     return e;
   e = skinny_launch_main(kernel, grid, kThreads, launch_smem, CS, p, dev, stream);
@@ -298,8 +299,7 @@ cudaError_t skinny_mma_family_launch(Kernel kernel, std::size_t smem, const Skin
 
 /// Calls fn(integral_constant<KW>) for k_warps in {4, 8, 16}; 16 only where `with16`. 16 warps on
 /// one block hold a whole SM's 16 warps (the 128-register budget), so grids of 128-264 row blocks
-/// fill the device without split-K, and every row of a 16-row block has 4 KB of loads in flight
-/// (bench/NOTES-skinny.md rounds 7 and 9).
+/// fill the device without split-K, and every row of a 16-row block has 4 KB of loads in flight.
 template <bool with16, class Fn>
 cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
   if constexpr (with16) return skinny_dispatch_int<4, 8, 16>(k_warps, std::forward<Fn>(fn));
@@ -309,13 +309,12 @@ cudaError_t skinny_dispatch_k_warps(int k_warps, Fn&& fn) {
 /// Runs the pipelined MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8} (and 16 at
 /// 16 rows), n <= 64;
 /// l.cluster in {0, 1, 2, 4}: > 1 splits K over a thread-block cluster (sm_90; l.splits ignored);
-/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
+/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder). `dev` and `cache` are the caller's
+/// facts of the current device (skinny_device.hpp).
 inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
-                               const SkinnyLaunch& l, cudaStream_t stream) {
+                               const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                               cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
-  SkinnyDevice dev;
-  cudaError_t e = skinny_device(&dev);
-  if (e != cudaSuccess) return e;
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
@@ -326,7 +325,7 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
             constexpr std::size_t smem = skinny_detail::mma_epilogue_smem(WM, WN, KW, CS);
             const auto kernel = warp_contiguous ? skinny_mmap_kernel<Tr, WM, WN, KW, CS, true>
                                                 : skinny_mmap_kernel<Tr, WM, WN, KW, CS, false>;
-            return skinny_mma_family_launch<Tr, WM, KW, CS>(kernel, smem, l, dev, stream);
+            return skinny_mma_family_launch<Tr, WM, KW, CS>(kernel, smem, l, dev, cache, stream);
           });
         });
       });
@@ -335,13 +334,12 @@ inline cudaError_t skinny_mmap(SkinnyIn in, int block_rows, int k_warps, bool wa
 }
 
 /// Runs the MMA kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16}, l.p.n <= 64;
-/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder).
+/// warp_contiguous: the warp-contiguous K order (SkinnyKOrder). `dev` and `cache` are the caller's
+/// facts of the current device (skinny_device.hpp).
 inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool warp_contiguous,
-                              const SkinnyLaunch& l, cudaStream_t stream) {
+                              const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                              cudaStream_t stream) {
   if (block_rows % 16 != 0) return cudaErrorInvalidValue;
-  SkinnyDevice dev;
-  cudaError_t e = skinny_device(&dev);
-  if (e != cudaSuccess) return e;
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
@@ -352,7 +350,7 @@ inline cudaError_t skinny_mma(SkinnyIn in, int block_rows, int k_warps, bool war
           if (l.cluster > 1) return cudaErrorInvalidValue;
           const auto kernel = warp_contiguous ? skinny_mma_kernel<Tr, WM, WN, KW, true>
                                               : skinny_mma_kernel<Tr, WM, WN, KW, false>;
-          return skinny_mma_family_launch<Tr, WM, KW, 1>(kernel, smem, l, dev, stream);
+          return skinny_mma_family_launch<Tr, WM, KW, 1>(kernel, smem, l, dev, cache, stream);
         });
       });
     });

@@ -1,8 +1,8 @@
-// Tensor-core skinny GEMM with the weight fed by TMA ("mmt", bench/NOTES-skinny.md round 14).
+// Tensor-core skinny GEMM with the weight fed by TMA ("mmt").
 //
 // Why a third MMA kernel: the register-fed ones (skinny_mma.cuh) stream their weight through the
 // LSU and L1 (every in-flight 16-byte load holds an L1 miss entry and registers), and measure 8-13 %
-// slower per block than the GEMV on the same bytes (rounds 10-13); the shared-memory feeds tried so
+// slower per block than the GEMV on the same bytes (H100); the shared-memory feeds tried so
 // far (cp.async, one bulk copy per row) paid per-thread issue or ~100 copies per stage. A 2-D tensor
 // map moves a whole 16-row x 128-byte box per instruction from L2 into shared memory without the
 // LSU, L1 or registers, so one producer lane keeps Stages x Boxes x 2 KB of a block's weight in flight.
@@ -10,9 +10,9 @@
 // Block = KW consumer warps + 1 producer warp on 16 weight rows. Stage = Boxes boxes of 16 rows x
 // 128 bytes (Boxes x 128 bytes of each row), 128-byte swizzled, Stages of them in a ring; consumer
 // warp w takes the stage's 64-byte groups w, w + KW, ... (lane (g, t) takes 16 bytes of rows g and
-// g + 8 and of token g, the MMA fragment of common.cuh), x through L1 one stage ahead. Round 14
-// measured the bytes of a row per stage to matter most (4 boxes: 5-13 % slower than mmap; 8-16
-// boxes: up to 11 % faster on the rows mmap misses), so the shape is a template parameter.
+// g + 8 and of token g, the MMA fragment of common.cuh), x through L1 one stage ahead. The bytes
+// of a row per stage matter most (measured on the H100: 4 boxes 5-13 % slower than mmap; 8-16
+// boxes up to 11 % faster on the rows mmap misses), so the shape is a template parameter.
 // Full/empty mbarriers per stage; rows past m and K past k arrive as zeros (tensor-map bounds).
 // Split-K as the other kernels (partials and the reduction kernel), splits a whole number of stages.
 #pragma once
@@ -23,9 +23,7 @@
 
 #include <cstdint>
 #include <iterator>
-#include <map>
-#include <mutex>
-#include <utility>
+#include <type_traits>
 
 #include "kernels/gemv/common.cuh"
 #include "kernels/gemv/mma_epilogue.cuh"
@@ -147,9 +145,9 @@ __device__ __forceinline__ void ring_produce(int stages, std::uint64_t (&full)[S
 
 /// A consumer warp's release of a ring slot it read with ordinary (generic-proxy) shared-memory loads:
 /// the slot's next fill is a TMA write (async proxy), and without a proxy fence between the two the
-/// write may overtake the reads. Round 21 measured it: an 8 x 6 paired ring at 16 tokens changed bits
-/// in 2-100 % of launches (compute-sanitizer clean, the sanitizers serialise the timing away), none
-/// with the fence, which costs 0-2 %. The wgmma kernel reads its slots through the async proxy
+/// write may overtake the reads. Measured on the H100: without the fence an 8 x 6 paired ring at 16
+/// tokens changed bits in 2-100 % of launches (compute-sanitizer clean, the sanitizers serialise the
+/// timing away), none with it; the fence costs 0-2 %. The wgmma kernel reads its slots through the async proxy
 /// (wgmma) and waits for them before its release, so it needs no fence.
 __device__ __forceinline__ void ring_release(std::uint64_t* empty_bar, int lane) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -193,9 +191,9 @@ constexpr std::size_t skinny_mmt_smem(int wn, int kw, int boxes, int stages, int
 
 /// Grid of the paired TMA kernel for `tiles` 16-row tiles on `sms` SMs: one tile per block while
 /// they fit one per SM; up to 2 x SMs tiles, one block per SM with the first tiles - SMs blocks taking
-/// two; beyond that every block two (the last one alone when the count is odd). Round 18: with 144
-/// tiles on 132 SMs the block scheduler put two one-tile blocks on each of 61-109 SMs and left the
-/// rest idle, placement-dependent from call to call; one block per SM with 12 pairs cannot pack.
+/// two; beyond that every block two (the last one alone when the count is odd). Why: with 144 tiles
+/// on 132 SMs the block scheduler put two one-tile blocks on each of 61-109 SMs and left the rest
+/// idle, placement-dependent from call to call; one block per SM with 12 pairs cannot pack.
 struct SkinnyPairGrid {
   long long blocks = 0;  ///< gridDim.x
   int pairs = 0;         ///< leading blocks with two tiles
@@ -207,7 +205,7 @@ inline SkinnyPairGrid skinny_mmt_pair_grid(long long tiles, int sms) {
   return r;
 }
 
-/// Grid of the balanced TMA kernel (round 20) for `tiles` 16-row tiles on `sms` SMs: one block per SM
+/// Grid of the balanced TMA kernel for `tiles` 16-row tiles on `sms` SMs: one block per SM
 /// (one per tile when they are fewer), each on q = tiles / sms whole tiles and, when e = tiles % sms
 /// are left over, on one K slice of one of those: left-over tile j is cut by whole stages over the
 /// group of consecutive blocks [ceil(j sms / e), ceil((j + 1) sms / e)), so every SM streams about
@@ -242,11 +240,11 @@ struct SkinnyRingShape {
 /// 1 KB of each row per stage x 2 or 3, 2 KB x 2.
 inline constexpr SkinnyRingShape kSkinnyMmtShapes[] = {{8, 2}, {8, 3}, {16, 2}};
 /// The paired kernel's shapes (8 consumer warps only: 4 lost on 2304 x 16384 in every unpaired run):
-/// 1 KB of each row per stage x 3 or 4 (round 18: x 2 left the two-tile blocks 2 us behind; round 21:
-/// x 6 no faster than x 4).
+/// 1 KB of each row per stage x 3 or 4 (x 2 left the two-tile blocks 2 us behind; x 6 was no faster
+/// than x 4).
 inline constexpr SkinnyRingShape kSkinnyMmtPairShapes[] = {{8, 3}, {8, 4}};
-/// The balanced kernel's shapes (8 consumer warps): the paired ones and x 6 (round 21: 1-2 % faster
-/// than x 4 on 2304 x 16384, where each block streams one tile and a slice alone).
+/// The balanced kernel's shapes (8 consumer warps): the paired ones and x 6 (1-2 % faster than x 4 on
+/// 2304 x 16384, where each block streams one tile and a slice alone).
 inline constexpr SkinnyRingShape kSkinnyMmtBalShapes[] = {{8, 3}, {8, 4}, {8, 6}};
 constexpr int kSkinnyMmtPairWarps = 8;
 
@@ -389,12 +387,12 @@ __global__ void __launch_bounds__((KW + 1) * 32)
 /// The balanced grid's kernel (skinny_mmt_bal_grid; 8 consumer warps, one 16-row tile at a time):
 /// the block's K slice of its group's left-over tile first, then its q whole tiles, as one stage
 /// sequence through the ring. Tokens by TMA too (each slot holds the stage's weight boxes, then its
-/// token boxes, same swizzle): round 19 measured a single tile per SM streaming at the floor's rate
-/// only with x off the consumers' load path. The slice comes first and its sums leave the consumers
+/// token boxes, same swizzle): a single tile per SM streamed at the floor's rate only with x off the
+/// consumers' load path (measured on the H100). The slice comes first and its sums leave the consumers
 /// through shared memory to a fix-up warp, which publishes them as the block's partial, counts the
 /// block's arrival (p.bal_count, one count per left-over tile) and, in the group's last block to
 /// arrive, adds the group's partials in block order (deterministic) and writes the tile's rows, all
-/// while the consumers stream their whole tiles. Round 20 measured the alternatives: a second kernel
+/// while the consumers stream their whole tiles. The alternatives, measured on the H100: a second kernel
 /// for the sums cost 2.5-3 us per call (launch and release), the same protocol run by the consumers
 /// themselves delayed every block by ~2 us (dependent L2 round trips under full load). Consumers
 /// meet on barrier 1 and hand the slice over through an mbarrier (every consumer thread arrives after
@@ -574,30 +572,13 @@ __global__ void __launch_bounds__((KW + 2) * 32)
   skinny_trace_exit(p.w);
 }
 
-/// cuTensorMapEncodeTiled from the driver the runtime loaded (no link-time libcuda dependency);
-/// null when the driver lacks it.
-inline PFN_cuTensorMapEncodeTiled_v12000 skinny_tensor_map_encoder() {
-  static std::once_flag once;
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  std::call_once(once, [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    else
-      (void)cudaGetLastError();
-  });
-  return fn;
-}
-
 /// A 2-D tensor map over `rows` rows of `cols` elements of Tr (row stride `stride_bytes`), boxes of
 /// `box_rows` rows x 128 bytes with the 128-byte swizzle; rows and columns past the ends read as 0.
+/// `encode` is the driver's cuTensorMapEncodeTiled (SkinnyDevice::encode_tensor_map);
+/// cudaErrorNotSupported when the driver lacks it.
 template <class Tr>
-cudaError_t skinny_tensor_map_2d(const void* base, int cols, int rows, long long stride_bytes, int box_rows,
-                                 CUtensorMap* out) {
-  const auto encode = skinny_tensor_map_encoder();
+cudaError_t skinny_tensor_map_2d(PFN_cuTensorMapEncodeTiled_v12000 encode, const void* base, int cols, int rows,
+                                 long long stride_bytes, int box_rows, CUtensorMap* out) {
   if (encode == nullptr) return cudaErrorNotSupported;
   const CUtensorMapDataType type = Tr::kBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                    : std::is_same_v<Tr, skinny_detail::F16Traits>
@@ -619,19 +600,19 @@ cudaError_t skinny_tensor_map_2d(const void* base, int cols, int rows, long long
 /// caller's grid fields) followed by its tensor maps, and the split-K reduction after it.
 template <class Kernel, class... Maps>
 cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, long long blocks0, int granule,
-                              const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream,
-                              const Maps&... maps) {
+                              const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                              cudaStream_t stream, const Maps&... maps) {
   SkinnyParams p = l.p;
   if (blocks0 < 1 || blocks0 > 0x7fffffffLL) return cudaErrorInvalidValue;
   int per_sm = 0;
-  cudaError_t e = skinny_blocks_per_sm(kernel, threads, smem, dev.ordinal, &per_sm);
+  cudaError_t e = skinny_blocks_per_sm(kernel, threads, smem, cache, &per_sm);
   if (e != cudaSuccess) return e;
   const SkinnySplit sp = skinny_plan(l, p.k, granule, blocks0, static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   p.acc_scale = 1.f;
   std::size_t launch_smem = smem;
   if (l.spread && (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, smem, dev,
-                                           &launch_smem)) != cudaSuccess)
+                                           cache, &launch_smem)) != cudaSuccess)
     return e;
   e = launch_kernel_ex(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)),
                        dim3(static_cast<unsigned>(threads)), launch_smem, stream, skinny_pdl(dev), dim3(1, 1, 1), p,
@@ -644,14 +625,16 @@ cudaError_t skinny_tma_launch(Kernel kernel, int threads, std::size_t smem, long
 }
 
 template <class Tr, int WN, int KW, int Boxes, int Stages, bool Pair>
-cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                              cudaStream_t stream) {
   // TMA, mbarrier transactions and griddepcontrol: sm_90 device and code.
   if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
   const auto kernel = skinny_mmt_kernel<Tr, WN, KW, Boxes, Stages, Pair>;
   constexpr int kThreads = (KW + 1) * 32;
   constexpr std::size_t smem = skinny_mmt_smem(WN, KW, Boxes, Stages, Pair ? 2 : 1);
   CUtensorMap tm;
-  const cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
+  const cudaError_t e = skinny_tensor_map_2d<Tr>(dev.encode_tensor_map, l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes,
+                                                 skinny_tma::kRows, &tm);
   if (e != cudaSuccess) return e;
   const long long tiles = (static_cast<long long>(l.p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows;
   SkinnyLaunch lp = l;
@@ -659,38 +642,17 @@ cudaError_t skinny_mmt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cu
   if (Pair) grid = skinny_mmt_pair_grid(tiles, dev.sms);
   lp.p.pairs = grid.pairs;
   return skinny_tma_launch(kernel, kThreads, smem, grid.blocks, skinny_mmt_granule(Tr::kVec, Boxes), lp, dev,
-                           stream, tm);
+                           cache, stream, tm);
 }
 
-/// Left-over tiles a balanced launch may have (fewer than the device's SMs): its counter set's size.
+/// Left-over tiles a balanced launch may have (fewer than the device's SMs): the size of the
+/// counter set SkinnyParams::bal_count points at.
 constexpr int kSkinnyBalMaxShared = 1024;
 
-/// The balanced grid's arrival counters on `device` for launches on `stream`: allocated and zeroed at
-/// the stream's first balanced launch (outside graph capture: cudaErrorStreamCaptureUnsupported
-/// inside it) and kept for the process; every launch leaves them at zero. Launches on one stream
-/// run in order, so they never share a set while running; a captured launch keeps its capture
-/// stream's set, as the GEMM workspace keeps its capture stream's buffer.
-inline cudaError_t skinny_bal_counters(int device, cudaStream_t stream, unsigned** out) {
-  static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, unsigned*> sets;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(device, stream);
-  auto it = sets.find(key);
-  if (it == sets.end()) {
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    cudaError_t e = cudaStreamIsCapturing(stream, &cs);
-    if (e != cudaSuccess) return e;
-    if (cs != cudaStreamCaptureStatusNone) return cudaErrorStreamCaptureUnsupported;
-    unsigned* p = nullptr;
-    if ((e = cudaMalloc(&p, kSkinnyBalMaxShared * sizeof(unsigned))) != cudaSuccess) return e;
-    if ((e = cudaMemsetAsync(p, 0, kSkinnyBalMaxShared * sizeof(unsigned), stream)) != cudaSuccess) {
-      (void)cudaFree(p);
-      return e;
-    }
-    it = sets.emplace(key, p).first;
-  }
-  *out = it->second;
-  return cudaSuccess;
+/// Whether a balanced launch of `m` weight rows on `sms` SMs shares tiles between blocks, and so
+/// needs partial storage (skinny_mmt_bal_partial_bytes) and arrival counters (SkinnyParams::bal_count).
+inline bool skinny_mmt_bal_shares(long long m, int sms) {
+  return skinny_mmt_bal_grid((m + skinny_tma::kRows - 1) / skinny_tma::kRows, sms).e > 0;
 }
 
 /// Partial storage the balanced grid needs for `m` weight rows and `n` tokens on `sms` SMs (0 when no
@@ -701,39 +663,44 @@ inline std::size_t skinny_mmt_bal_partial_bytes(long long m, int n, int sms) {
 }
 
 template <class Tr, int WN, int Boxes, int Stages>
-cudaError_t skinny_mmt_bal_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+cudaError_t skinny_mmt_bal_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                                  cudaStream_t stream) {
   if (dev.cc < 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
   constexpr int kw = kSkinnyMmtPairWarps;
   const auto kernel = skinny_mmt_bal_kernel<Tr, WN, kw, Boxes, Stages>;
   constexpr int kThreads = (kw + 2) * 32;
   constexpr std::size_t smem = skinny_mmt_smem(WN, kw, Boxes, Stages, 1, true);
   CUtensorMap tm, tmx;
-  cudaError_t e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_tma::kRows, &tm);
+  cudaError_t e = skinny_tensor_map_2d<Tr>(dev.encode_tensor_map, l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes,
+                                           skinny_tma::kRows, &tm);
   if (e != cudaSuccess) return e;
-  if ((e = skinny_tensor_map_2d<Tr>(l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
+  if ((e = skinny_tensor_map_2d<Tr>(dev.encode_tensor_map, l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN,
+                                    &tmx)) != cudaSuccess)
     return e;
   const SkinnyBalGrid grid =
       skinny_mmt_bal_grid((static_cast<long long>(l.p.m) + skinny_tma::kRows - 1) / skinny_tma::kRows, dev.sms);
   SkinnyLaunch lp = l;
   lp.p.bal_q = grid.q;
   lp.p.bal_e = grid.e;
-  if (grid.e > 0) {
-    if (lp.p.partial == nullptr || skinny_mmt_bal_partial_bytes(lp.p.m, lp.p.n, dev.sms) > l.partial_bytes ||
-        grid.e > kSkinnyBalMaxShared)
-      return cudaErrorInvalidValue;
-    if ((e = skinny_bal_counters(dev.ordinal, stream, &lp.p.bal_count)) != cudaSuccess) return e;
-  }
+  // Shared tiles need the caller's partial storage and arrival counters (zero, this stream's).
+  if (grid.e > 0 && (lp.p.partial == nullptr || lp.p.bal_count == nullptr ||
+                     skinny_mmt_bal_partial_bytes(lp.p.m, lp.p.n, dev.sms) > l.partial_bytes ||
+                     grid.e > kSkinnyBalMaxShared))
+    return cudaErrorInvalidValue;
   lp.spread = true;  // one block per SM whatever else would fit: the balance is per block
   return skinny_tma_launch(kernel, kThreads, smem, grid.blocks, skinny_mmt_granule(Tr::kVec, Boxes), lp, dev,
-                           stream, tm, tmx);
+                           cache, stream, tm, tmx);
 }
 
 /// Runs the TMA-fed MMA kernel on `stream`: k_warps consumer warps in {4, 8}, a shape of
 /// kSkinnyMmtShapes, l.p.n <= 16, sm_90; the paired grid (skinny_mmt_pair_grid: 8 warps, a shape of
-/// kSkinnyMmtPairShapes) and the balanced one (skinny_mmt_bal_grid: unsplit, partial storage of
-/// skinny_mmt_bal_partial_bytes, 8 warps, a shape of kSkinnyMmtBalShapes).
+/// kSkinnyMmtPairShapes) and the balanced one (skinny_mmt_bal_grid: unsplit, 8 warps, a shape of
+/// kSkinnyMmtBalShapes; where skinny_mmt_bal_shares, partial storage of skinny_mmt_bal_partial_bytes
+/// and the stream's arrival counters in l.p.bal_count). `dev` and `cache` are the caller's facts of
+/// the current device (skinny_device.hpp).
 inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, const SkinnyLaunch& l,
-                              cudaStream_t stream, SkinnyMmtGrid grid = SkinnyMmtGrid::kTiles) {
+                              const SkinnyDevice& dev, SkinnyKernelCache* cache, cudaStream_t stream,
+                              SkinnyMmtGrid grid = SkinnyMmtGrid::kTiles) {
   static_assert(std::size(kSkinnyMmtShapes) == 3 && std::size(kSkinnyMmtPairShapes) == 2 &&
                     std::size(kSkinnyMmtBalShapes) == 3,
                 "the dispatch below lists every shape index");
@@ -741,28 +708,26 @@ inline cudaError_t skinny_mmt(SkinnyIn in, int k_warps, int boxes, int stages, c
   const int shape = skinny_mmt_shape_index(boxes, stages, grid);
   if (shape < 0 || (per_sm && k_warps != kSkinnyMmtPairWarps)) return cudaErrorInvalidValue;
   if (grid == SkinnyMmtGrid::kBal && l.splits != 1) return cudaErrorInvalidValue;
-  SkinnyDevice dev;
-  cudaError_t e = skinny_device(&dev);
-  if (e != cudaSuccess) return e;
   return skinny_dispatch_in(in, [&](auto tr) {
     using Tr = decltype(tr);
     return skinny_dispatch_int<1, 2>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
       if (grid == SkinnyMmtGrid::kBal) {
         return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtBalShapes[i.value];
-          return skinny_mmt_bal_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, stream);
+          return skinny_mmt_bal_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, cache, stream);
         });
       }
       if (grid == SkinnyMmtGrid::kPair) {
         return skinny_dispatch_int<0, 1>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtPairShapes[i.value];
-          return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtPairWarps, sh.boxes, sh.stages, true>(l, dev, stream);
+          return skinny_mmt_launch<Tr, wn.value, kSkinnyMmtPairWarps, sh.boxes, sh.stages, true>(l, dev, cache,
+                                                                                                  stream);
         });
       }
       return skinny_dispatch_int<4, 8>(k_warps, [&](auto kw) {
         return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
           constexpr SkinnyRingShape sh = kSkinnyMmtShapes[i.value];
-          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, false>(l, dev, stream);
+          return skinny_mmt_launch<Tr, wn.value, kw.value, sh.boxes, sh.stages, false>(l, dev, cache, stream);
         });
       });
     });

@@ -1,20 +1,19 @@
-// Tensor-core skinny GEMM on warpgroup MMA with both operands fed by TMA ("wgt",
-// bench/NOTES-skinny.md round 16).
+// Tensor-core skinny GEMM on warpgroup MMA with both operands fed by TMA ("wgt").
 //
 // Why a fourth MMA kernel: on sm_90 `mma.sync` runs e4m3 as conversions plus f16 MMA, which holds
-// the fp8 rows at 0.67-0.73 of the copy floor (rounds 6 and 8); `wgmma` multiplies e4m3 natively.
-// Round 8's wgmma kernel fed the weight from registers and lost; here both the weight (64 rows per
-// warpgroup, the MMA's M side) and the tokens (x, the N side: 8-64) arrive by TMA in the 128-byte
-// swizzled layout wgmma reads directly, so no thread touches an operand. A 64-row tile also reads
-// x once per 64 weight rows (the 16-row kernels re-read it four times as often, which round 6
-// found to cost the 32-64-token rows).
+// the fp8 rows at 0.67-0.73 of the copy floor (H100); `wgmma` multiplies e4m3 natively. A wgmma
+// kernel fed the weight from registers lost; here both the weight (64 rows per warpgroup, the
+// MMA's M side) and the tokens (x, the N side: 8-64) arrive by TMA in the 128-byte swizzled layout
+// wgmma reads directly, so no thread touches an operand. A 64-row tile also reads x once per 64
+// weight rows (the 16-row kernels re-read it four times as often, which costs the 32-64-token
+// rows).
 //
 // Block = one consumer warpgroup (4 warps) + 1 producer warp on 64 weight rows. Stage = Boxes
 // boxes of 64 weight rows x 128 bytes and Boxes boxes of 8 * WN tokens x 128 bytes (same K),
 // Stages of them in a ring with full/empty mbarriers. Per box the warpgroup runs 4 wgmmas (k16
 // bf16/fp16, k32 e4m3) into a fresh fp32 tile and adds it to its sums after the box: Hopper's fp8
-// wgmma adds products at reduced precision (round 8 failed the reference by 0.1-0.6 % without
-// this), so no sum runs over more than 128 fp8 products inside the tensor core. Rows past m, tokens
+// wgmma adds products at reduced precision (a kernel summing whole splits inside the tensor core
+// failed the fp64 reference by 0.1-0.6 %), so no sum runs over more than 128 fp8 products there. Rows past m, tokens
 // past n and K past k arrive as zeros (tensor-map bounds). Split-K as the other kernels (partials
 // and the reduction kernel), splits a whole number of stages.
 #pragma once
@@ -25,8 +24,6 @@
 
 #include <cstdint>
 #include <iterator>
-#include <map>
-#include <mutex>
 
 #include "kernels/gemv/common.cuh"
 #include "kernels/gemv/mma_epilogue.cuh"
@@ -263,64 +260,60 @@ __global__ void __launch_bounds__(skinny_wg::kThreads)
   skinny_trace_exit(p.w);
 }
 
-/// Whether the loaded device code of this translation unit has wgmma on the current device.
-inline cudaError_t skinny_wgt_built(int ordinal, bool* out) {
-  static std::mutex mu;
-  static std::map<int, bool> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(ordinal);
-  if (it == cache.end()) {
-    int v = 0;
-    const cudaError_t e = cudaMemcpyFromSymbol(&v, skinny_wg::g_wgmma_built, sizeof v);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return e;
-    }
-    it = cache.emplace(ordinal, v == 1).first;
-  }
-  *out = it->second;
+/// Whether the loaded device code of this translation unit has wgmma (skinny_wg::g_wgmma_built, read
+/// once through the caller's cache).
+inline cudaError_t skinny_wgt_built(SkinnyKernelCache* cache, bool* out) {
+  if (cache == nullptr) return cudaErrorInvalidValue;
+  const auto& flag = skinny_wg::g_wgmma_built;  // the host shadow: its address names the symbol
+  int v = 0;
+  const cudaError_t e = cache->code_flag(static_cast<const void*>(&flag), &v);
+  if (e != cudaSuccess) return e;
+  *out = v == 1;
   return cudaSuccess;
 }
 
 template <class Tr, int WN, int Boxes, int Stages>
-cudaError_t skinny_wgt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, cudaStream_t stream) {
+cudaError_t skinny_wgt_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
+                              cudaStream_t stream) {
   // wgmma is sm_90a: a compute capability 9.0 device running code built for it.
   if (dev.cc != 90 || dev.ptx_version < 90) return cudaErrorNotSupported;
   bool built = false;
-  cudaError_t e = skinny_wgt_built(dev.ordinal, &built);
+  cudaError_t e = skinny_wgt_built(cache, &built);
   if (e != cudaSuccess) return e;
   if (!built) return cudaErrorNotSupported;
   const auto kernel = skinny_wgt_kernel<Tr, WN, Boxes, Stages>;
   constexpr std::size_t smem = skinny_wgt_smem(WN, Boxes, Stages);
   if (smem > kSkinnyWgtSmemLimit) return cudaErrorNotSupported;
   CUtensorMap tmw, tmx;
-  if ((e = skinny_tensor_map_2d<Tr>(l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes, skinny_wg::kRows, &tmw)) != cudaSuccess ||
-      (e = skinny_tensor_map_2d<Tr>(l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN, &tmx)) != cudaSuccess)
+  if ((e = skinny_tensor_map_2d<Tr>(dev.encode_tensor_map, l.p.w, l.p.k, l.p.m, l.p.lda * Tr::kBytes,
+                                    skinny_wg::kRows, &tmw)) != cudaSuccess ||
+      (e = skinny_tensor_map_2d<Tr>(dev.encode_tensor_map, l.p.x, l.p.k, l.p.n, l.p.ldb * Tr::kBytes, 8 * WN,
+                                    &tmx)) != cudaSuccess)
     return e;
   const long long blocks = (static_cast<long long>(l.p.m) + skinny_wg::kRows - 1) / skinny_wg::kRows;
   return skinny_tma_launch(kernel, skinny_wg::kThreads, smem, blocks, skinny_wgt_granule(Tr::kVec, Boxes), l, dev,
-                           stream, tmw, tmx);
+                           cache, stream, tmw, tmx);
 }
 
-/// Runs the wgmma kernel on `stream` for input traits Tr: a shape of kSkinnyWgtShapes, l.p.n <= 64,
-/// sm_90a. A template so that including this header instantiates nothing: the kernels are built in
-/// one translation unit (src/gemm/cuda/skinny_wgt.cu, declared in skinny_wgt.hpp).
-template <class Tr>
-cudaError_t skinny_wgt_dispatch(int boxes, int stages, const SkinnyLaunch& l, cudaStream_t stream) {
+/// Runs the wgmma kernel on `stream`: a shape of kSkinnyWgtShapes, l.p.n <= 64, sm_90a;
+/// cudaErrorNotSupported elsewhere or when the ring does not fit at l.p.n tokens. `dev` and `cache`
+/// are the caller's facts of the current device (skinny_device.hpp).
+inline cudaError_t skinny_wgt(SkinnyIn in, int boxes, int stages, const SkinnyLaunch& l, const SkinnyDevice& dev,
+                              SkinnyKernelCache* cache, cudaStream_t stream) {
   static_assert(std::size(kSkinnyWgtShapes) == 3, "the dispatch below lists every shape index");
   const int shape = skinny_wgt_shape_index(boxes, stages);
   if (shape < 0) return cudaErrorInvalidValue;
-  SkinnyDevice dev;
-  cudaError_t e = skinny_device(&dev);
-  if (e != cudaSuccess) return e;
-  return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
-    return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
-      constexpr SkinnyRingShape sh = kSkinnyWgtShapes[i.value];
-      if constexpr (skinny_wgt_smem(wn.value, sh.boxes, sh.stages) > kSkinnyWgtSmemLimit) {
-        return cudaErrorNotSupported;  // not instantiated: the ring does not fit at this many tokens
-      } else {
-        return skinny_wgt_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, stream);
-      }
+  return skinny_dispatch_in(in, [&](auto tr) {
+    using Tr = decltype(tr);
+    return skinny_dispatch_int<1, 2, 4, 8>(skinny_mma_token_tiles(l.p.n), [&](auto wn) {
+      return skinny_dispatch_int<0, 1, 2>(shape, [&](auto i) {
+        constexpr SkinnyRingShape sh = kSkinnyWgtShapes[i.value];
+        if constexpr (skinny_wgt_smem(wn.value, sh.boxes, sh.stages) > kSkinnyWgtSmemLimit) {
+          return cudaErrorNotSupported;  // not instantiated: the ring does not fit at this many tokens
+        } else {
+          return skinny_wgt_launch<Tr, wn.value, sh.boxes, sh.stages>(l, dev, cache, stream);
+        }
+      });
     });
   });
 }

@@ -125,7 +125,7 @@ void BM_DirectSkinny(benchmark::State& state) {
   GemmDesc d = f.d;
   d.n = std::string(name).find("_gemv_") != std::string::npos ? 8 : 16;  // the GEMV takes <= 8 tokens
   const GemmArgs args{d, f.ops()};
-  const auto sol = skinny_gemm_provider()->from_name(name, args);
+  const auto sol = skinny_gemm_provider(&f.res->skinny())->from_name(name, args);
   if (sol == nullptr) {
     state.SkipWithError("unknown name");
     return;

@@ -21,6 +21,7 @@
 
 #include "cuda/cuda_util.hpp"
 #include "tune/cuda_timing.hpp"
+#include "gemm/cuda/skinny_state.hpp"
 #include "kernels/gemv/skinny_gemv.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
 #include "kernels/gemv/skinny_tma.cuh"
@@ -160,6 +161,16 @@ int main(int argc, char** argv) {
   check(cudaMemcpyToSymbol(tunable::kernels::skinny_detail::g_skinny_trace_cap, &cap, sizeof cap), "symbol");
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  // The launchers' device facts and per-kernel caches, and the balanced grid's arrival counters for
+  // this stream, kept as a library context keeps them.
+  int device = 0;
+  check(cudaGetDevice(&device), "device");
+  tunable::SkinnyState state(device);
+  tunable::kernels::SkinnyDevice dev;
+  check(state.device(&dev), "device facts");
+  unsigned* bal_count = nullptr;
+  if (bal && tunable::kernels::skinny_mmt_bal_shares(n, dev.sms))
+    check(state.bal_counters(s, tunable::kernels::kSkinnyBalMaxShared, &bal_count), "arrival counters");
   // The balanced grid's partial sums (bound: one 16 x m slice per tile) or the K splits' ones.
   const size_t partial_bytes = bal ? size_t((n + 15) / 16) * 16 * m * sizeof(float)
                                : splits > 1 ? size_t(splits) * n * m * sizeof(float)
@@ -182,6 +193,7 @@ int main(int argc, char** argv) {
     l.max_splits = splits;
     l.spread = spread;
     l.p.partial = partial;
+    l.p.bal_count = bal_count;
     l.p.prefetch = prefetch_kb * 1024;
     l.spread_cap = per_sm;
     l.partial_bytes = partial_bytes;
@@ -190,15 +202,15 @@ int main(int argc, char** argv) {
   auto launch_kind = [&](const std::string& kind, int c, void* out) {
     using namespace tunable::kernels;
     const SkinnyLaunch l = problem(c, out);
-    const cudaError_t e = kind == "gemv"   ? skinny_gemv(in, rows, warps * 32, l, s)
+    const cudaError_t e = kind == "gemv"   ? skinny_gemv(in, rows, warps * 32, l, dev, &state, s)
                           : kind == "mma" || kind == "mmawc"
-                              ? skinny_mma(in, rows, warps, kind == "mmawc", l, s)
-                          : kind == "ref"  ? skinny_mmap(in, 16, 8, false, l, s)
-                          : kind == "mmt"  ? skinny_mmt(in, warps, boxes, stages, l, s,
+                              ? skinny_mma(in, rows, warps, kind == "mmawc", l, dev, &state, s)
+                          : kind == "ref"  ? skinny_mmap(in, 16, 8, false, l, dev, &state, s)
+                          : kind == "mmt"  ? skinny_mmt(in, warps, boxes, stages, l, dev, &state, s,
                                                        bal    ? SkinnyMmtGrid::kBal
                                                        : pair ? SkinnyMmtGrid::kPair
                                                               : SkinnyMmtGrid::kTiles)
-                                           : skinny_mmap(in, rows, warps, kind == "mmapwc", l, s);
+                                           : skinny_mmap(in, rows, warps, kind == "mmapwc", l, dev, &state, s);
     check(e, "launch");
   };
   auto launch = [&](int c) {

@@ -1,14 +1,20 @@
-// CPU tests of the skinny GEMM provider: the name grammar round trip, enumeration of the decode
-// suite's problems (operand pointers are null: enumeration, from_name, can_implement and
-// workspace_bytes make no CUDA calls), and the reasons can_implement gives.
+// CPU tests of the skinny GEMM provider: the name grammar (every valid configuration round-trips,
+// the parser accepts nothing else, names in results files keep their meaning), enumeration of the
+// decode suite's problems (operand pointers are null: enumeration, from_name, can_implement and
+// workspace_bytes make no CUDA calls, and the provider has no SkinnyState), and the reasons
+// can_implement gives.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "gemm/cuda/skinny_config.hpp"
 #include "gemm/cuda/skinny_provider.hpp"
 
 namespace tunable {
@@ -30,67 +36,186 @@ GemmArgs fp8_problem(std::int64_t rows, std::int64_t tokens, std::int64_t k) {
 
 std::vector<SolutionPtr<GemmArgs>> enumerate_ok(const GemmArgs& a) {
   std::vector<SolutionPtr<GemmArgs>> out;
-  const Status st = skinny_gemm_provider()->enumerate(a, &out);
+  const Status st = skinny_gemm_provider(nullptr)->enumerate(a, &out);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return out;
 }
 
-TEST(SkinnyNames, EveryVariantRoundTrips) {
-  const auto names = skinny_gemm_variant_names();
-  // 3 dtypes x (6 gemv + 4 mma shapes) x 6 split settings, then round 2: 3 dtypes x 4 mmap shapes
-  // x 6 split settings and 3 dtypes x (6 gemv + 4 mma + 4 mmap shapes) x 2 wave targets.
-  // Then 3 dtypes x 4 mmap shapes x 2 cluster sizes; round 7: 3 dtypes x (2 families x (6 split
-  // settings + 2 wave targets) + 2 cluster sizes) of 16 warps on 16 rows; round 9: 3 dtypes x
-  // (6 split settings + 2 wave targets) of the MMA kernel with 16 warps on 32 rows; round 11:
-  // warp-contiguous: 3 dtypes x (6 mma shapes x (6 split settings + 2 wave targets) + 5 mmap shapes x
-  // (6 split settings + 2 wave targets + 2 cluster sizes)); round 14: the TMA-fed kernel, 3 dtypes x
-  // 2 warp counts x 3 ring shapes x (6 split settings + 2 wave targets); round 16: the wgmma
-  // kernel, 3 dtypes x 3 ring shapes x (6 split settings + 2 wave targets); round 18: the paired
-  // TMA grid, 3 dtypes x 2 ring shapes x 3 split settings; round 20: the balanced TMA grid, 3 dtypes x
-  // 3 ring shapes (8 x 6 since round 21), unsplit.
-  EXPECT_EQ(names.size(), 180u + 72u + 84u + 24u + 54u + 24u + 144u + 150u + 144u + 72u + 18u + 9u);
-  const std::set<std::string> unique(names.begin(), names.end());
-  EXPECT_EQ(unique.size(), names.size());
-  const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
-  for (const auto& n : names) {
-    const auto s = skinny_gemm_provider()->from_name(n, any);
-    ASSERT_NE(s, nullptr) << n;
-    EXPECT_EQ(s->name(), n);
+const char* tag(SkinnyFamily f) { return skinny_family_tag(f); }
+
+TEST(SkinnyNames, EveryValidConfigRoundTrips) {
+  const std::vector<SkinnyConfig> all = skinny_all_configs();
+  ASSERT_FALSE(all.empty());
+  std::set<std::string> names;
+  std::map<std::string, int> per_family;
+  for (const SkinnyConfig& c : all) {
+    ASSERT_TRUE(c.valid()) << c.name();
+    const std::string n = c.name();
+    EXPECT_TRUE(names.insert(n).second) << "two configurations named " << n;
+    const auto back = SkinnyConfig::parse(n);
+    ASSERT_TRUE(back.has_value()) << n;
+    EXPECT_TRUE(*back == c) << n << " parses to another configuration, named " << back->name();
+    ++per_family[tag(c.family)];
   }
-  EXPECT_NE(unique.count("skinny_gemv_bf16_r1_t256_ksauto"), 0u);
-  EXPECT_NE(unique.count("skinny_mma_fp8e4m3_bm32_wk8_ks16"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_bf16_bm16_wk8_ks1"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_fp8e4m3_bm32_wk4_ksw4"), 0u);
-  EXPECT_NE(unique.count("skinny_gemv_fp16_r2_t256_ksw2"), 0u);
-  EXPECT_NE(unique.count("skinny_mma_bf16_bm16_wk8_ksw2"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_fp8e4m3_bm32_wk8_ksc4"), 0u);
-  EXPECT_NE(unique.count("skinny_mma_bf16_bm16_wk16_ks1"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_fp16_bm16_wk16_ksc2"), 0u);
-  EXPECT_NE(unique.count("skinny_mma_fp8e4m3_bm32_wk16_ksw4"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_bf16_bm16_wk8_ks1_wc"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_fp8e4m3_bm16_wk16_ksc2_wc"), 0u);
-  EXPECT_NE(unique.count("skinny_mmap_fp16_bm32_wk4_ksw2_wc"), 0u);
-  EXPECT_NE(unique.count("skinny_mma_bf16_bm32_wk16_ks1_wc"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_bf16_bm16_wk4_ks1_b8s2"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_fp16_bm16_wk4_ks1_b8s3"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_fp8e4m3_bm16_wk8_ksw2_b16s2"), 0u);
-  EXPECT_NE(unique.count("skinny_wgt_fp8e4m3_bm64_wk4_ksauto_b4s3"), 0u);
-  EXPECT_NE(unique.count("skinny_wgt_bf16_bm64_wk4_ksw2_b2s6"), 0u);
-  EXPECT_NE(unique.count("skinny_wgt_fp16_bm64_wk4_ks16_b8s2"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_bf16_bm16_wk8_ks1_b8s3_pair"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_fp8e4m3_bm16_wk8_ksauto_b8s4_pair"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_bf16_bm16_wk8_ks1_b8s4_bal"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_fp8e4m3_bm16_wk8_ks1_b8s3_bal"), 0u);
-  EXPECT_NE(unique.count("skinny_mmt_fp16_bm16_wk8_ks1_b8s6_bal"), 0u);
-  // The first 180 names are the round-1 list, unchanged and in its order.
-  EXPECT_EQ(names[0], "skinny_gemv_bf16_r1_t128_ksauto");
-  EXPECT_EQ(names[179], "skinny_mma_fp8e4m3_bm32_wk8_ks16");
-  // Fixed splits outside the enumerated set still parse (a results file may hold them).
-  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_mma_fp16_bm16_wk4_ks3", any), nullptr);
-  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_gemv_fp16_r4_t128_ks64", any), nullptr);
-  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_mmap_fp16_bm32_wk8_ks3", any), nullptr);
-  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_gemv_bf16_r4_t128_ksw8", any), nullptr);
-  EXPECT_NE(skinny_gemm_provider()->from_name("skinny_wgt_fp8e4m3_bm64_wk4_ks3_b2s6", any), nullptr);
+  for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe, SkinnyFamily::kMmaTma,
+                         SkinnyFamily::kWgmma})
+    EXPECT_GT(per_family[tag(f)], 0) << "no configuration of family " << tag(f);
+  // The provider's from_name rebuilds every one of them, under the same name.
+  const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
+  const auto provider = skinny_gemm_provider(nullptr);
+  for (const SkinnyConfig& c : all) {
+    const auto s = provider->from_name(c.name(), any);
+    ASSERT_NE(s, nullptr) << c.name();
+    EXPECT_EQ(s->name(), c.name());
+  }
+  // The variants the GPU suite walks are valid names, each once.
+  const auto variants = skinny_gemm_variant_names();
+  const std::set<std::string> unique_variants(variants.begin(), variants.end());
+  EXPECT_EQ(unique_variants.size(), variants.size());
+  for (const std::string& v : variants) EXPECT_EQ(names.count(v), 1u) << v;
+}
+
+/// A configuration with fields set by name, for the expectations below.
+SkinnyConfig config(SkinnyFamily f, DataType t, int rows, int width, KSplit ks) {
+  SkinnyConfig c;
+  c.family = f;
+  c.dtype = t;
+  c.rows = rows;
+  c.width = width;
+  c.ks = ks;
+  return c;
+}
+
+SkinnyConfig with_ring(SkinnyConfig c, int boxes, int stages, SkinnyGrid grid = SkinnyGrid::kTiles) {
+  c.boxes = boxes;
+  c.stages = stages;
+  c.grid = grid;
+  return c;
+}
+
+SkinnyConfig warp_contiguous(SkinnyConfig c) {
+  c.wc = true;
+  return c;
+}
+
+TEST(SkinnyNames, NamesInResultsFilesKeepTheirMeaning) {
+  // Names that results files hold, each with the configuration it has always meant: every split
+  // form (auto, a fixed count inside and outside the enumerated ones, wave-balanced, cluster),
+  // every family and suffix.
+  using F = SkinnyFamily;
+  const DataType bf16 = DataType::kBF16, fp16 = DataType::kF16, fp8 = DataType::kF8E4M3;
+  const std::vector<std::pair<std::string, SkinnyConfig>> known = {
+      {"skinny_gemv_bf16_r1_t256_ksauto", config(F::kGemv, bf16, 1, 256, KSplit::automatic())},
+      {"skinny_gemv_fp16_r4_t128_ks64", config(F::kGemv, fp16, 4, 128, KSplit::splits(64))},
+      {"skinny_gemv_bf16_r4_t128_ksw8", config(F::kGemv, bf16, 4, 128, KSplit::balanced(8))},
+      {"skinny_gemv_fp16_r2_t256_ksw2", config(F::kGemv, fp16, 2, 256, KSplit::balanced(2))},
+      {"skinny_mma_fp16_bm16_wk4_ks3", config(F::kMma, fp16, 16, 4, KSplit::splits(3))},
+      {"skinny_mma_fp8e4m3_bm32_wk8_ks16", config(F::kMma, fp8, 32, 8, KSplit::splits(16))},
+      {"skinny_mma_bf16_bm16_wk16_ks1", config(F::kMma, bf16, 16, 16, KSplit::splits(1))},
+      {"skinny_mma_fp8e4m3_bm32_wk16_ksw4", config(F::kMma, fp8, 32, 16, KSplit::balanced(4))},
+      {"skinny_mma_bf16_bm32_wk16_ks1_wc", warp_contiguous(config(F::kMma, bf16, 32, 16, KSplit::splits(1)))},
+      {"skinny_mmap_fp16_bm32_wk8_ks3", config(F::kMmaPipe, fp16, 32, 8, KSplit::splits(3))},
+      {"skinny_mmap_bf16_bm16_wk8_ks1", config(F::kMmaPipe, bf16, 16, 8, KSplit::splits(1))},
+      {"skinny_mmap_fp8e4m3_bm32_wk4_ksw4", config(F::kMmaPipe, fp8, 32, 4, KSplit::balanced(4))},
+      {"skinny_mmap_fp8e4m3_bm32_wk8_ksc4", config(F::kMmaPipe, fp8, 32, 8, KSplit::over_cluster(4))},
+      {"skinny_mmap_fp16_bm16_wk16_ksc2", config(F::kMmaPipe, fp16, 16, 16, KSplit::over_cluster(2))},
+      {"skinny_mmap_fp8e4m3_bm16_wk16_ksc2_wc",
+       warp_contiguous(config(F::kMmaPipe, fp8, 16, 16, KSplit::over_cluster(2)))},
+      {"skinny_mmap_fp16_bm32_wk4_ksw2_wc", warp_contiguous(config(F::kMmaPipe, fp16, 32, 4, KSplit::balanced(2)))},
+      {"skinny_mmt_bf16_bm16_wk4_ks1_b8s2", with_ring(config(F::kMmaTma, bf16, 16, 4, KSplit::splits(1)), 8, 2)},
+      {"skinny_mmt_fp16_bm16_wk4_ks1_b8s3", with_ring(config(F::kMmaTma, fp16, 16, 4, KSplit::splits(1)), 8, 3)},
+      {"skinny_mmt_fp8e4m3_bm16_wk8_ksw2_b16s2",
+       with_ring(config(F::kMmaTma, fp8, 16, 8, KSplit::balanced(2)), 16, 2)},
+      {"skinny_mmt_bf16_bm16_wk8_ks1_b8s3_pair",
+       with_ring(config(F::kMmaTma, bf16, 16, 8, KSplit::splits(1)), 8, 3, SkinnyGrid::kPair)},
+      {"skinny_mmt_fp8e4m3_bm16_wk8_ksauto_b8s4_pair",
+       with_ring(config(F::kMmaTma, fp8, 16, 8, KSplit::automatic()), 8, 4, SkinnyGrid::kPair)},
+      {"skinny_mmt_bf16_bm16_wk8_ks1_b8s4_bal",
+       with_ring(config(F::kMmaTma, bf16, 16, 8, KSplit::splits(1)), 8, 4, SkinnyGrid::kBal)},
+      {"skinny_mmt_fp16_bm16_wk8_ks1_b8s6_bal",
+       with_ring(config(F::kMmaTma, fp16, 16, 8, KSplit::splits(1)), 8, 6, SkinnyGrid::kBal)},
+      {"skinny_wgt_fp8e4m3_bm64_wk4_ksauto_b4s3", with_ring(config(F::kWgmma, fp8, 64, 4, KSplit::automatic()), 4, 3)},
+      {"skinny_wgt_bf16_bm64_wk4_ksw2_b2s6", with_ring(config(F::kWgmma, bf16, 64, 4, KSplit::balanced(2)), 2, 6)},
+      {"skinny_wgt_fp16_bm64_wk4_ks16_b8s2", with_ring(config(F::kWgmma, fp16, 64, 4, KSplit::splits(16)), 8, 2)},
+      {"skinny_wgt_fp8e4m3_bm64_wk4_ks3_b2s6", with_ring(config(F::kWgmma, fp8, 64, 4, KSplit::splits(3)), 2, 6)},
+  };
+  const std::vector<SkinnyConfig> all = skinny_all_configs();
+  for (const auto& [name, want] : known) {
+    const auto got = SkinnyConfig::parse(name);
+    ASSERT_TRUE(got.has_value()) << name;
+    EXPECT_TRUE(*got == want) << name << " now means " << got->name();
+    EXPECT_EQ(want.name(), name);
+    EXPECT_NE(std::find(all.begin(), all.end(), want), all.end()) << name << " is missing from skinny_all_configs";
+  }
+}
+
+TEST(SkinnyNames, ParserAcceptsNothingElse) {
+  // Every field of every valid configuration moved to its neighbours (and past its range): each
+  // result the parser accepts must be one of skinny_all_configs, so that list is what the parser
+  // accepts, and what the GPU suite runs when it walks it.
+  const std::vector<SkinnyConfig> all = skinny_all_configs();
+  std::set<std::string> valid;
+  for (const SkinnyConfig& c : all) valid.insert(c.name());
+  std::size_t probed = 0;
+  auto probe = [&](const SkinnyConfig& c) {
+    ++probed;
+    const std::string n = c.name();
+    const auto back = SkinnyConfig::parse(n);
+    if (back) EXPECT_EQ(valid.count(n), 1u) << "the parser accepts " << n << ", which no family lists";
+    if (c.valid()) {
+      EXPECT_EQ(valid.count(n), 1u) << "valid but not listed: " << n;
+      EXPECT_TRUE(back && *back == c) << n;
+    }
+  };
+  std::set<std::string> seen;  // probe each perturbed configuration once
+  for (const SkinnyConfig& c : all) {
+    std::vector<SkinnyConfig> near;
+    for (int rows : {0, 1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 128}) {
+      SkinnyConfig m = c;
+      m.rows = rows;
+      near.push_back(m);
+    }
+    for (int width : {0, 1, 2, 4, 6, 8, 12, 16, 32, 64, 128, 192, 256, 512}) {
+      SkinnyConfig m = c;
+      m.width = width;
+      near.push_back(m);
+    }
+    for (KSplit ks : {KSplit::automatic(), KSplit::splits(1), KSplit::splits(2), KSplit::splits(63),
+                      KSplit::splits(64), KSplit::splits(65), KSplit::splits(99), KSplit::balanced(1),
+                      KSplit::balanced(8), KSplit::balanced(9), KSplit::over_cluster(1), KSplit::over_cluster(2),
+                      KSplit::over_cluster(3), KSplit::over_cluster(4), KSplit::over_cluster(8)}) {
+      SkinnyConfig m = c;
+      m.ks = ks;
+      near.push_back(m);
+    }
+    for (const auto& [boxes, stages] : {std::pair{0, 0}, {1, 2}, {2, 6}, {4, 3}, {4, 6}, {8, 2}, {8, 3}, {8, 4},
+                                        {8, 5}, {8, 6}, {16, 2}, {16, 3}, {16, 6}, {32, 2}}) {
+      SkinnyConfig m = c;
+      m.boxes = boxes;
+      m.stages = stages;
+      near.push_back(m);
+    }
+    for (SkinnyGrid g : {SkinnyGrid::kTiles, SkinnyGrid::kPair, SkinnyGrid::kBal}) {
+      SkinnyConfig m = c;
+      m.grid = g;
+      near.push_back(m);
+    }
+    for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe, SkinnyFamily::kMmaTma,
+                           SkinnyFamily::kWgmma}) {
+      SkinnyConfig m = c;
+      m.family = f;
+      near.push_back(m);
+    }
+    SkinnyConfig m = c;
+    m.wc = !m.wc;
+    near.push_back(m);
+    m = c;
+    m.dtype = DataType::kF8E5M2;
+    near.push_back(m);
+    for (const SkinnyConfig& x : near)
+      if (seen.insert(x.name() + (x.valid() ? "+" : "-")).second) probe(x);
+  }
+  EXPECT_GT(probed, all.size());
 }
 
 TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
@@ -140,8 +265,13 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
                           "skinny_mmt_bf16_bm16_wk8_ks1_bal", "skinny_mma_bf16_bm16_wk8_ks1_b8s3_bal",
                           "skinny_wgt_bf16_bm64_wk4_ks1_b4s3_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b8s3bal",
                           "skinny_mmt_bf16_bm16_wk8_ks1_b8s5_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b16s6_bal"}) {
-    EXPECT_EQ(skinny_gemm_provider()->from_name(bad, any), nullptr) << bad;
+    EXPECT_EQ(skinny_gemm_provider(nullptr)->from_name(bad, any), nullptr) << bad;
   }
+}
+
+/// Tokens `f` takes at most (its token tiles).
+std::int64_t max_tokens(SkinnyFamily f) {
+  return f == SkinnyFamily::kGemv ? 8 : f == SkinnyFamily::kMmaTma ? 16 : 64;
 }
 
 TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
@@ -150,61 +280,81 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
       {6144, 4096}, {4096, 4096},  {28672, 4096}, {4096, 14336}, {2560, 2048},  {2048, 2048},
       {32768, 2048}, {2048, 16384}, {256000, 2048}, {2304, 16384}, {13312, 16384}, {16384, 6656},
       {1024, 2048}};
+  const auto provider = skinny_gemm_provider(nullptr);
+  // Whether each candidate-table entry was offered for at least one problem of the suite: an entry
+  // every problem refuses (a fixed or cluster split no shape can take) would never be timed.
+  std::map<std::string, bool> offered_anywhere;
   for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
     for (const auto& [rows, k] : shapes) {
       for (std::int64_t tokens : {1, 8, 16, 32, 64}) {
         const GemmArgs a = t == DataType::kF8E4M3 ? fp8_problem(rows, tokens, k)
                                                   : tn_problem(t, rows, tokens, k);
-        const auto sols = enumerate_ok(a);
         const std::string what = fmt::format("{} N={} K={} M={}", short_name(t), rows, k, tokens);
-        // Huge weights at many tokens have no room for split-K workspace: only unsplit variants.
-        EXPECT_GE(sols.size(), rows * tokens * 4 * 2 > (std::int64_t{32} << 20) ? 8u : 10u) << what;
-        // 66 (n <= 8), 69 (n 9-16) and 53 (n > 16) before filtering.
-        EXPECT_LE(sols.size(), tokens <= 8 ? 66u : tokens <= 16 ? 69u : 53u) << what;
-        std::set<std::string> seen;
-        bool gemv = false, mma = false, mmap = false, wc = false, mmt = false, pair = false;
-        int bal = 0;
-        int wgt = 0;
-        for (const auto& s : sols) {
-          EXPECT_TRUE(seen.insert(s->name()).second) << "duplicate " << s->name();
-          const Status st = s->can_implement(a);
-          EXPECT_TRUE(st.is_ok()) << s->name() << ": " << st.to_string();
-          EXPECT_LE(s->workspace_bytes(a), std::size_t{32} << 20) << s->name();
-          const auto back = skinny_gemm_provider()->from_name(s->name(), a);
-          ASSERT_NE(back, nullptr) << s->name();
-          EXPECT_EQ(back->name(), s->name());
-          gemv |= s->name().rfind("skinny_gemv_", 0) == 0;
-          mma |= s->name().rfind("skinny_mma_", 0) == 0;
-          mmap |= s->name().rfind("skinny_mmap_", 0) == 0;
-          mmt |= s->name().rfind("skinny_mmt_", 0) == 0;
-          wgt += s->name().rfind("skinny_wgt_", 0) == 0;
-          pair |= s->name().size() > 5 && s->name().compare(s->name().size() - 5, 5, "_pair") == 0;
-          if (s->name().size() > 4 && s->name().compare(s->name().size() - 4, 4, "_bal") == 0) {
-            ++bal;
-            // The partials of one 16 x n slice per block, never more blocks than 16-row tiles.
-            EXPECT_EQ(s->workspace_bytes(a), static_cast<std::size_t>((rows + 15) / 16 * 16 * tokens * 4)) << s->name();
-          }
-          wc |= s->name().size() > 3 && s->name().compare(s->name().size() - 3, 3, "_wc") == 0;
+        std::map<std::string, SkinnyConfig> table;
+        for (const SkinnyConfig& c : skinny_candidate_configs(a.desc)) {
+          EXPECT_TRUE(c.valid()) << c.name();
+          EXPECT_EQ(c.dtype, t) << c.name();
+          EXPECT_TRUE(table.emplace(c.name(), c).second) << "a candidate table lists " << c.name() << " twice";
+          offered_anywhere.emplace(c.name(), false);
         }
-        EXPECT_EQ(gemv, tokens <= 8) << what;
-        EXPECT_TRUE(mma) << what;
-        EXPECT_TRUE(mmap) << what;
-        EXPECT_TRUE(wc) << what;
-        EXPECT_EQ(mmt, tokens <= 16) << what;
-        EXPECT_EQ(pair, tokens <= 16) << what;
-        EXPECT_EQ(bal, tokens <= 16 ? 3 : 0) << what;
-        // 6 wgmma candidates, less the 1 KB-per-row ring above 32 tokens (256 KB of shared memory)
-        // and the split variants a huge weight has no workspace for.
-        EXPECT_GE(wgt, 1) << what;
-        EXPECT_LE(wgt, tokens > 32 ? 4 : 6) << what;
+        const auto sols = enumerate_ok(a);
+        std::set<std::string> offered;
+        std::map<SkinnyFamily, int> per_family;
+        std::map<SkinnyGrid, int> mmt_grids;
+        for (const auto& s : sols) {
+          const std::string& n = s->name();
+          EXPECT_TRUE(offered.insert(n).second) << "duplicate " << n;
+          const Status st = s->can_implement(a);
+          EXPECT_TRUE(st.is_ok()) << n << ": " << st.to_string();
+          EXPECT_LE(s->workspace_bytes(a), std::size_t{32} << 20) << n;
+          // What is offered is a table entry, and its name parses to that very configuration.
+          const auto entry = table.find(n);
+          ASSERT_NE(entry, table.end()) << n << " is offered but in no candidate table";
+          const auto parsed = SkinnyConfig::parse(n);
+          ASSERT_TRUE(parsed.has_value()) << n;
+          EXPECT_TRUE(*parsed == entry->second) << n << " parses to another configuration";
+          const auto back = provider->from_name(n, a);
+          ASSERT_NE(back, nullptr) << n;
+          EXPECT_EQ(back->name(), n);
+          offered_anywhere[n] = true;
+          ++per_family[parsed->family];
+          if (parsed->family == SkinnyFamily::kMmaTma) ++mmt_grids[parsed->grid];
+          if (parsed->grid == SkinnyGrid::kBal) {
+            // The partials of one 16 x n slice per block, never more blocks than 16-row tiles.
+            EXPECT_EQ(s->workspace_bytes(a), static_cast<std::size_t>((rows + 15) / 16 * 16 * tokens * 4)) << n;
+          }
+        }
+        // Every family contributes to a problem it serves, and none to one it does not.
+        for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe,
+                               SkinnyFamily::kMmaTma, SkinnyFamily::kWgmma}) {
+          if (tokens <= max_tokens(f))
+            EXPECT_GT(per_family[f], 0) << what << ": no candidate of " << skinny_family_tag(f);
+          else
+            EXPECT_EQ(per_family[f], 0) << what << ": " << skinny_family_tag(f) << " offered above its tokens";
+        }
+        if (tokens <= max_tokens(SkinnyFamily::kMmaTma)) {
+          EXPECT_GT(mmt_grids[SkinnyGrid::kPair], 0) << what << ": no paired mmt grid";
+          EXPECT_GT(mmt_grids[SkinnyGrid::kBal], 0) << what << ": no balanced mmt grid";
+        }
+        // Unsplit, automatic and wave-balanced entries need no workspace beyond what the problem
+        // allows, so a family that serves the problem offers every one of them (the wgmma kernel's
+        // 1 KB-per-row ring excepted above 32 tokens: 256 KB of shared memory).
+        for (const auto& [n, c] : table) {
+          const bool basic = c.ks == KSplit::splits(1) || c.ks.is_auto() || c.ks.waves != 0;
+          const bool big_ring = c.family == SkinnyFamily::kWgmma && c.boxes == 8 && c.stages == 2 && tokens > 32;
+          if (basic && tokens <= max_tokens(c.family) && !big_ring)
+            EXPECT_EQ(offered.count(n), 1u) << what << ": " << n << " refused";
+        }
       }
     }
   }
+  for (const auto& [n, offered] : offered_anywhere)
+    EXPECT_TRUE(offered) << n << " is in a candidate table but every problem of the decode suite refuses it";
 }
 
 TEST(SkinnyNames, WorkspaceMatchesSplits) {
   const GemmArgs a = tn_problem(DataType::kBF16, 2048, 8, 2048);
-  const auto p = skinny_gemm_provider();
+  const auto p = skinny_gemm_provider(nullptr);
   EXPECT_EQ(p->from_name("skinny_mma_bf16_bm16_wk8_ks1", a)->workspace_bytes(a), 0u);
   EXPECT_EQ(p->from_name("skinny_mma_bf16_bm16_wk8_ks4", a)->workspace_bytes(a), 4u * 4 * 8 * 2048);
   EXPECT_EQ(p->from_name("skinny_gemv_bf16_r1_t256_ks2", a)->workspace_bytes(a), 2u * 4 * 8 * 2048);
@@ -225,7 +375,7 @@ TEST(SkinnyNames, WorkspaceMatchesSplits) {
 }
 
 TEST(SkinnyNames, EnumerationRefusesOutOfScopeProblems) {
-  const auto p = skinny_gemm_provider();
+  const auto p = skinny_gemm_provider(nullptr);
   auto refused = [&](const GemmArgs& a, StatusCode code) {
     std::vector<SolutionPtr<GemmArgs>> out;
     const Status st = p->enumerate(a, &out);
@@ -255,7 +405,7 @@ TEST(SkinnyNames, EnumerationRefusesOutOfScopeProblems) {
 }
 
 TEST(SkinnyNames, CanImplementSaysWhy) {
-  const auto p = skinny_gemm_provider();
+  const auto p = skinny_gemm_provider(nullptr);
   const auto gemv = p->from_name("skinny_gemv_bf16_r1_t256_ks1", tn_problem(DataType::kBF16, 64, 1, 64));
   const auto mma = p->from_name("skinny_mma_bf16_bm16_wk4_ks2", tn_problem(DataType::kBF16, 64, 1, 64));
   ASSERT_NE(gemv, nullptr);

@@ -1,6 +1,7 @@
-# Skinny GEMM kernels (issue 4): GPU numerics of every variant (label gpu, skipped without a
-# device) and the CPU test of the provider's names and enumeration (label cpu).
-tunable_gpu_test(tunable_gpu_skinny_tests gpu/skinny_gpu_test.cpp)
+# Skinny GEMM kernels: GPU numerics of every variant on every case, and the completeness sweep that
+# runs every parsable name against the fp64 reference (label gpu, skipped without a device); the
+# CPU test of the provider's names and enumeration (label cpu).
+tunable_gpu_test(tunable_gpu_skinny_tests gpu/skinny_gpu_test.cpp gpu/skinny_completeness_test.cpp)
 
 add_executable(tunable_skinny_names_tests gemm/skinny_names_test.cpp)
 tunable_sees_all(tunable_skinny_names_tests)

@@ -31,7 +31,8 @@ Status cuda_gemm_hooks(ContextImpl& ctx, const GemmDesc& d, OpHooks<GemmArgs>* h
   CudaGemmResources* res = state.res.get();
   h->default_solution = make_cuda_default(res, d);
   h->providers = {make_lt_heuristic_provider(res),
-                  make_lt_exhaustive_provider(res, o.exhaustive_candidates), skinny_gemm_provider()};
+                  make_lt_exhaustive_provider(res, o.exhaustive_candidates),
+                  skinny_gemm_provider(&res->skinny())};
   h->make_workload = [res](const GemmArgs& a, const Options& opt,
                            std::unique_ptr<Workload<GemmArgs>>* out) {
     return make_cuda_gemm_workload(res, a, opt, out);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gemm/cuda/skinny_state.hpp"
+
 namespace tunable {
 
 cudaDataType_t cuda_type(DataType t) {
@@ -113,6 +115,7 @@ Status CudaGemmResources::create(int ordinal, std::size_t workspace_bytes,
   auto r = std::unique_ptr<CudaGemmResources>(new CudaGemmResources());
   r->ordinal_ = ordinal;
   r->ws_limit_ = workspace_bytes;
+  r->skinny_ = std::make_unique<SkinnyState>(ordinal);
   DeviceGuard on_device;  // the handles and streams belong to `ordinal`; the caller's device stays
   TUNABLE_RETURN_IF_ERROR(on_device.set(ordinal));
   TUNABLE_CUBLAS_CHECK(cublasCreate(&r->blas_));
@@ -138,10 +141,9 @@ Status CudaGemmResources::workspace(cudaStream_t stream, std::size_t bytes, void
   if (it == workspaces_.end()) {
     // Allocated at the first call on a stream outside capture, whatever that call needs, so a
     // later captured call (perhaps of a solution that does need one) finds it.
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    TUNABLE_CUDA_CHECK(cudaStreamIsCapturing(stream, &cs));
-    if (cs != cudaStreamCaptureStatusNone && bytes == 0) return Status::ok();
-    if (cs != cudaStreamCaptureStatusNone)
+    const bool capturing = stream_capturing(stream);
+    if (capturing && bytes == 0) return Status::ok();
+    if (capturing)
       return Status(StatusCode::kNotSupported,
                     "this stream was first used inside CUDA graph capture, where its GEMM "
                     "workspace cannot be allocated: run one GEMM on it before capturing");

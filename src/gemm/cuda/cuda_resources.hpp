@@ -1,5 +1,6 @@
 // Per-context CUDA state of the GEMM providers: cuBLAS/cuBLASLt handles, the tuning stream, the
-// per-stream dispatch workspaces and the cache of cuBLASLt plans (descriptors per problem).
+// per-stream dispatch workspaces, the cache of cuBLASLt plans (descriptors per problem) and the
+// skinny kernels' host state.
 #pragma once
 
 #include <cublasLt.h>
@@ -35,6 +36,8 @@ struct LtPlan {
              void* ws, std::size_t ws_bytes, cudaStream_t stream);
 };
 
+class SkinnyState;  // gemm/cuda/skinny_state.hpp
+
 class CudaGemmResources {
  public:
   static Status create(int ordinal, std::size_t workspace_bytes,
@@ -59,6 +62,8 @@ class CudaGemmResources {
   Status workspace(cudaStream_t stream, std::size_t bytes, void** ptr);
   /// The cached plan of a problem.
   Status plan(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan>* out);
+  /// The skinny kernels' device facts, kernel caches and per-stream counters (freed with this).
+  SkinnyState& skinny() { return *skinny_; }
 
  private:
   int ordinal_ = 0;
@@ -69,6 +74,7 @@ class CudaGemmResources {
   std::mutex blas_mu_, ws_mu_, plan_mu_;
   std::map<cudaStream_t, DeviceBuffer> workspaces_;
   std::map<std::pair<ProblemKey, bool>, std::shared_ptr<LtPlan>> plans_;
+  std::unique_ptr<SkinnyState> skinny_;
 };
 
 /// cudaDataType of a tunable DataType (tf32 is stored as CUDA_R_32F).
