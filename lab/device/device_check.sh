@@ -50,24 +50,29 @@ for step in "$@"; do
       check "info: nvidia-smi" "${PIPESTATUS[0]}"
       nvcc --version | tail -1 | tee -a "$OUT/device.txt" ;;  # informational: the GPU machine may lack nvcc
     tests)
-      # The binaries run at once (TESTS_SERIAL=1: one after another): they check numerics, not speed,
-      # and the ops suite alone takes minutes.
+      # The binaries run at once (TESTS_SERIAL=1: one after another), each split into TEST_SHARDS gtest
+      # shards run at once too: they check numerics, not speed, and the ops suite alone takes minutes.
       pids=()
+      shards="${TEST_SHARDS:-1}"
       for t in ${TEST_BINS:-$B/tests/tunable_gpu_*tests}; do
-        "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$OUT/$(basename "$t").log" 2>&1 &
-        pids+=("$!:$t")
-        [ "${TESTS_SERIAL:-0}" = 1 ] && wait "$!"
+        for ((i = 0; i < shards; ++i)); do
+          log="$OUT/$(basename "$t")$([ "$shards" -gt 1 ] && echo ".shard$i").log"
+          GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+            "$t" --gtest_brief=1 ${GTEST_FILTER_ALL:+--gtest_filter=$GTEST_FILTER_ALL} > "$log" 2>&1 &
+          pids+=("$!:$t:$log")
+          [ "${TESTS_SERIAL:-0}" = 1 ] && wait "$!"
+        done
       done
       for pt in "${pids[@]}"; do
-        pid=${pt%%:*}; t=${pt#*:}
+        pid=${pt%%:*}; rest=${pt#*:}; t=${rest%%:*}; log=${rest#*:}
         wait "$pid"; rc=$?
-        echo "--- $t"
-        echo "exit $rc"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran|^FAILED: |^SKIPPED: " "$OUT/$(basename "$t").log" | head -30
+        echo "--- $(basename "$log")"
+        echo "exit $rc"; grep -E "^\[  (PASSED|FAILED) |tests from .* ran|^FAILED: |^SKIPPED: " "$log" | head -30
         # The binary's own skip report (tests/gpu/gpu_main.hpp): tests that skipped themselves.
-        grep -E "^tunable-gpu-tests:" "$OUT/$(basename "$t").log" | sort -u | head -20
+        grep -E "^tunable-gpu-tests:" "$log" | sort -u | head -20
         # Exit 77 is the whole-binary skip (no device); it only happens with TUNABLE_REQUIRE_GPU=0.
         if [ "$rc" -eq 77 ] && [ "$TUNABLE_REQUIRE_GPU" = 0 ]; then echo "skipped: $(basename "$t") (no device)"
-        else check "tests: $(basename "$t")" "$rc"; fi
+        else check "tests: $(basename "$log" .log)" "$rc"; fi
       done ;;
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
