@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <optional>
 #include <random>
 #include <set>
@@ -634,6 +635,9 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
 // kernel that assumed 16-byte alignment could fault with a sticky "misaligned address" and take the
 // rest of the suite with it. The child must get the right answer or a clear kMisaligned status.
 [[noreturn]] void misaligned_child(const GemmDesc& g, Offsets off) {
+  // A death test shows only the child's stderr: send gtest's failure lines there too.
+  std::fflush(stdout);
+  (void)dup2(2, 1);
   std::mt19937 rng(23);
   Problem p(g, rng);
   for (bool enabled : {false, true}) {

@@ -42,7 +42,7 @@ std::vector<Case> sweep_cases(DataType t) {
   for (std::int64_t k : {4096, 131072}) {  // 131072: 64 splits of 2048 fp8 elements (mmt b16)
     Case c;
     c.in = t;
-    c.out = DataType::kBF16;
+    c.out = t == DataType::kF16 ? DataType::kF16 : DataType::kBF16;  // fp16 GEMMs write fp16
     c.op = t == DataType::kF8E4M3 ? GemmOp::kScaledGemm : GemmOp::kGemm;
     c.rows = 40;
     c.tokens = 8;

@@ -150,14 +150,18 @@ inline std::uint64_t case_seed(const std::string& name) {
 }
 
 /// Tolerance of the output type: |got - ref| <= atol * rms(ref) + rtol * |ref|. Inputs are exact
-/// in both computations, so the error is the output rounding plus fp32 accumulation.
-inline void tolerance_of(DataType out, double* atol, double* rtol) {
+/// in both computations, so the error is the output rounding plus the accumulation's. For bf16 and
+/// fp16 inputs the accumulation is fp32; fp8 products are added at reduced precision inside the
+/// Hopper tensor core (kernels/gemv/skinny_wgmma.cuh), which on an fp16 output was measured at up to
+/// 1.17x the fp16 rounding bound (one element of 40 x 129, K = 2048), so fp8 into fp16 gets twice
+/// the fp16 absolute term: still 30x tighter than the library's fp8 tolerance.
+inline void tolerance_of(DataType in, DataType out, double* atol, double* rtol) {
   switch (out) {
     case DataType::kBF16:
       *atol = 2e-3, *rtol = 1.0 / 256;
       return;
     case DataType::kF16:
-      *atol = 5e-4, *rtol = 1.0 / 1024;
+      *atol = in == DataType::kF8E4M3 || in == DataType::kF8E5M2 ? 1e-3 : 5e-4, *rtol = 1.0 / 1024;
       return;
     default:
       *atol = 1e-5, *rtol = 1e-5;
@@ -235,7 +239,7 @@ class SkinnyProblem {
                 i < d.m && d.beta != 0 ? random_bits(fout, rng, -2, 1) : nan_bits(c.out));
 
     compute_reference();
-    tolerance_of(c.out, &atol_, &rtol_);
+    tolerance_of(c.in, c.out, &atol_, &rtol_);
     upload();
   }
 
