@@ -343,7 +343,7 @@ __device__ __forceinline__ void emit(const SkinnyParams& p, int i, int j, float 
 }
 
 /// Bytes of its weight rows one block pulls into L2 before it may read anything. Measured on the
-/// H100 (bench/results/2026-11-22-h100-skinny-prefetch/): 16 KB beat 32 KB by 3-7 % at M = 1 on
+/// H100 (docs/skinny-gemm.md): 16 KB beat 32 KB by 3-7 % at M = 1 on
 /// 4-50 MB weights and 64 KB lost 2-5 %; more hints delay the block's own loads (and those of the
 /// grid it overlaps) more than the early bytes save. 8 KB was within noise of 16 KB.
 constexpr int kSkinnyPrefetchBytes = 16384;

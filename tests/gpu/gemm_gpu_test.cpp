@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 #include <optional>
 #include <random>
 #include <set>
@@ -635,9 +634,15 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
 // kernel that assumed 16-byte alignment could fault with a sticky "misaligned address" and take the
 // rest of the suite with it. The child must get the right answer or a clear kMisaligned status.
 [[noreturn]] void misaligned_child(const GemmDesc& g, Offsets off) {
-  // A death test shows only the child's stderr: send gtest's failure lines there too.
-  std::fflush(stdout);
-  (void)dup2(2, 1);
+  // A death test shows only the child's stderr, where gtest prints none of the child's failures:
+  // each one goes there as it happens.
+  struct FailuresToStderr : ::testing::EmptyTestEventListener {
+    void OnTestPartResult(const ::testing::TestPartResult& r) override {
+      if (r.failed())
+        std::fprintf(stderr, "%s:%d: %s\n", r.file_name() ? r.file_name() : "?", r.line_number(), r.message());
+    }
+  };
+  ::testing::UnitTest::GetInstance()->listeners().Append(new FailuresToStderr);
   std::mt19937 rng(23);
   Problem p(g, rng);
   for (bool enabled : {false, true}) {

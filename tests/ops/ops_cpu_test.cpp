@@ -444,18 +444,18 @@ TEST(OpsDefault, NormDefaultPicks) {
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 4096, 128), false)), "rms_vec16_t32_r8_i1");
   EXPECT_FALSE(default_config(norm_args(DataType::kBF16, true, 16, 4100), false).vec16);
   EXPECT_TRUE(default_config(norm_args(DataType::kBF16, true, 16, 1 << 20), false).staged);
-  // 512 < rows <= 2048: the measured H100 winners (bench/results/2026-11-21-h100-fused-ops).
+  // 512 < rows <= 2048: the measured H100 winners (docs/fused-ops.md).
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 4096), false)), "rms_vec16_t128_r4_i4");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 2048, 4096), false)), "rms_vec16_t128_r2_i4");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 2048, 8192), false)), "rms_vec16_t256_r1_i4");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 2048, 16384), false)), "rms_vec16_t512_r1_i4");
-  // 513-1024 rows of 1024-2048 vectors: blocks walking two rows (NOTES-fused round 11).
+  // 513-1024 rows of 1024-2048 vectors: blocks walking two rows (H100: 3-7 % faster in graphs, docs/fused-ops.md).
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 1024, 8192), false)), "rms_vec16_w2_t512_i2");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 513, 16384), false)), "rms_vec16_w2_t1024_i2");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kF32, true, 1024, 8192), false)), "rms_vec16_w2_t1024_i2");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 512, 16384), false)), "rms_vec16_t512_r1_i4");
   EXPECT_EQ(config_name(default_config(norm_args(DataType::kBF16, true, 128, 4096), false)), "rms_vec16_t512_r1_i1");
-  // <= 64 rows on an sm_90 device: the cluster kernel, shaped as the H100 winners (NOTES-fused round 7).
+  // <= 64 rows on an sm_90 device: the cluster kernel, shaped as the H100 winners (docs/fused-ops.md).
   const auto pick = [](std::int64_t rows, std::int64_t hidden, DataType t = DataType::kBF16) {
     return config_name(default_config(norm_args(t, true, rows, hidden), true));
   };

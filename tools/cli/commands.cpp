@@ -248,7 +248,7 @@ int run_tune(const TuneArgs& a) {
                                                   "process may have moved it aside)", c2.results_path()));
 
   // Warm up until two successive 0.1 s rates agree within 2% (at most 3 s): a fresh process
-  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' rounds 2x apart.
+  // starts on an idle-clocked GPU, and a fixed 0.25 s warmup left short kernels' timings 2x apart.
   int warm = 0;
   double last = rate(c0, d, ops, 0.1, &warm);
   for (double spent = 0.1; spent < 3.0; spent += 0.1) {

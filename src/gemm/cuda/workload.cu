@@ -79,7 +79,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     // Eight times the L2, so every call reads its inputs from memory as in real use. Twice the L2
     // (TunableOp's rule) is not enough on an H100: with 100 MB of rotation the 50 MB L2 still served
     // part of the weights, and the tuner timed skinny kernels 5-20% faster than a run rotating
-    // 400 MB measured them (bench/NOTES-skinny.md), so it picked kernels that lost to Default.
+    // 400 MB measured them (docs/skinny-gemm.md), so it picked kernels that lost to Default.
     const std::size_t target = opt.rotating_buffer_size_mib < 0
                                    ? 8 * l2
                                    : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
