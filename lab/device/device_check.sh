@@ -144,7 +144,7 @@ for step in "$@"; do
       # validators come from a results file tuned on this GPU kind (a mismatch sets the file aside
       # and the case would run Default). NCU_SOURCE: solutions whose per-SASS stall samples to keep.
       W="$(mktemp -d)"
-      grep '^Validator,' "${NCU_VALIDATORS:-bench/results/2026-11-22-h100-skinny-bm32-wk16/bench_results0.csv}" > "$W/v.csv"
+      grep '^Validator,' "${NCU_VALIDATORS:-bench/results/gemm-decode/tuned_m1_8_16.csv}" > "$W/v.csv"
       IFS=';' read -ra ncases <<< "${NCU_CASES:?set NCU_CASES}"
       for c in "${ncases[@]}"; do
         IFS=',' read -r n k m dt sol <<< "$c"
