@@ -208,12 +208,18 @@ Status context_stream(ContextImpl& ctx, cudaStream_t* out) {
   return Status::ok();
 }
 
-/// Slices of one allocation, each 256-byte aligned.
+/// Slices of one allocation, each 256-byte aligned. Sizes derive from the caller's rows and
+/// widths, so the arithmetic is checked: an overflow makes size() SIZE_MAX, which
+/// device_tuning_copies() refuses by name before anything is allocated.
 class Carver {
  public:
-  std::size_t take(std::size_t bytes) {
+  std::size_t take(std::size_t bytes) { return take(1, bytes); }
+  std::size_t take(std::size_t count, std::size_t elem_bytes) {
     const std::size_t at = size_;
-    size_ += (bytes + 255) / 256 * 256;
+    std::size_t b = 0, padded = 0;
+    if (size_ == SIZE_MAX || __builtin_mul_overflow(count, elem_bytes, &b) || __builtin_add_overflow(b, 255, &padded) ||
+        __builtin_add_overflow(size_, padded / 256 * 256, &size_))
+      size_ = SIZE_MAX;
     return at;
   }
   std::size_t size() const { return size_; }
@@ -222,28 +228,14 @@ class Carver {
   std::size_t size_ = 0;
 };
 
-/// Copies whose total exceeds the Options' target (L2 by default); the copies and the `aux` bytes
-/// (references, conversion buffers) together take at most half the free memory, and a problem
-/// whose single copy and aux do not fit there is refused by name (the call then runs Default).
+/// Copies whose total exceeds the Options' target (twice the L2 by default, as Options documents:
+/// one L2 left decode rows hot), within the device's tuning budget (device_tuning_copies).
 Status rotation(const Options& opt, int ordinal, std::size_t per_copy, std::size_t aux, std::size_t* copies) {
-  std::size_t target = 0;
-  if (opt.rotating_buffer_size_mib < 0)  // twice the L2, as Options documents (one L2 left decode rows hot)
-    target = 2 * static_cast<std::size_t>(device_properties(ordinal).l2CacheSize);
-  else
-    target = static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
+  const std::size_t target = opt.rotating_buffer_size_mib < 0
+                                 ? 2 * static_cast<std::size_t>(device_properties(ordinal).l2CacheSize)
+                                 : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
   // Up to 8192 copies: a one-row norm's copy is 24-32 KB, and 1024 of them fit in the L2.
-  std::size_t n = rotating_copies(per_copy, target, 8192);
-  std::size_t free_b = 0, total_b = 0;
-  TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  const std::size_t budget = free_b / 2;
-  if (per_copy + aux > budget)
-    return Status(StatusCode::kNotSupported,
-                  fmt::format("too large to tune: one set of inputs and the fp64 references take {:.1f} GiB, "
-                              "more than half the {:.1f} GiB free",
-                              static_cast<double>(per_copy + aux) / (1 << 30), static_cast<double>(free_b) / (1 << 30)));
-  n = std::min(n, std::max<std::size_t>(1, (budget - aux) / std::max<std::size_t>(per_copy, 1)));
-  *copies = n;
-  return Status::ok();
+  return device_tuning_copies(ordinal, per_copy, aux, target, 8192, copies);
 }
 
 std::uint64_t seed_for(std::uint64_t base, std::size_t copy, int buffer) {
@@ -294,24 +286,26 @@ class NormWorkload final : public DeviceWorkload<NormArgs> {
     p_ = user.prob;
     p_.rows = rows_bucket(p_.rows);
     const std::size_t es = size_of(p_.dtype), oes = out_size(p_.dtype, p_.fp8);
-    const std::size_t n = static_cast<std::size_t>(p_.rows) * p_.hidden;
+    std::size_t n = 0;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(p_.rows), static_cast<std::size_t>(p_.hidden), &n))
+      return Status(StatusCode::kNotSupported, "tuning this problem would need more bytes than memory can address");
     n_ = n;
     const bool dyn = p_.fp8 == Fp8Scaling::kDynamicPerToken;
 
     // One copy: x, residual, weight, out, token scales ([rows, hidden] dense).
     Carver copy;
-    const std::size_t o_x = copy.take(n * es), o_res = copy.take(p_.fused ? n * es : 0),
-                      o_w = copy.take(p_.hidden * es), o_out = copy.take(n * oes),
-                      o_tok = copy.take(dyn ? p_.rows * sizeof(float) : 0);
+    const std::size_t o_x = copy.take(n, es), o_res = copy.take(p_.fused ? n : 0, es),
+                      o_w = copy.take(static_cast<std::size_t>(p_.hidden), es), o_out = copy.take(n, oes),
+                      o_tok = copy.take(dyn ? static_cast<std::size_t>(p_.rows) : 0, sizeof(float));
     bytes_per_copy_ = copy.size();
     // Shared: the static scale, copy 0's pristine residual, the references, a conversion buffer.
     Carver aux;
     o_scale_ = aux.take(sizeof(float));
-    o_pristine_ = aux.take(p_.fused ? n * es : 0);
-    o_ref_out_ = aux.take(n * sizeof(double));
-    o_ref_res_ = aux.take(p_.fused ? n * sizeof(double) : 0);
-    o_ref_tok_ = aux.take(dyn ? p_.rows * sizeof(double) : 0);
-    o_got_ = aux.take(n * sizeof(double));
+    o_pristine_ = aux.take(p_.fused ? n : 0, es);
+    o_ref_out_ = aux.take(n, sizeof(double));
+    o_ref_res_ = aux.take(p_.fused ? n : 0, sizeof(double));
+    o_ref_tok_ = aux.take(dyn ? static_cast<std::size_t>(p_.rows) : 0, sizeof(double));
+    o_got_ = aux.take(n, sizeof(double));
     std::size_t copies = 1;
     TUNABLE_RETURN_IF_ERROR(rotation(opt, ordinal, bytes_per_copy_, aux.size(), &copies));
     TUNABLE_RETURN_IF_ERROR(data_.allocate(bytes_per_copy_ * copies));
@@ -437,14 +431,15 @@ class ActWorkload final : public DeviceWorkload<ActArgs> {
     p_ = user.prob;
     p_.rows = rows_bucket(p_.rows);
     const std::size_t es = size_of(p_.dtype), oes = out_size(p_.dtype, p_.fp8);
-    n_ = static_cast<std::size_t>(p_.rows) * p_.d;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(p_.rows), static_cast<std::size_t>(p_.d), &n_) || n_ > SIZE_MAX / 2)
+      return Status(StatusCode::kNotSupported, "tuning this problem would need more bytes than memory can address");
     Carver copy;
-    const std::size_t o_x = copy.take(2 * n_ * es), o_out = copy.take(n_ * oes);
+    const std::size_t o_x = copy.take(2 * n_, es), o_out = copy.take(n_, oes);
     bytes_per_copy_ = copy.size();
     Carver aux;
     o_scale_ = aux.take(sizeof(float));
-    o_ref_ = aux.take(n_ * sizeof(double));
-    o_got_ = aux.take(n_ * sizeof(double));
+    o_ref_ = aux.take(n_, sizeof(double));
+    o_got_ = aux.take(n_, sizeof(double));
     std::size_t copies = 1;
     TUNABLE_RETURN_IF_ERROR(rotation(opt, ordinal, bytes_per_copy_, aux.size(), &copies));
     TUNABLE_RETURN_IF_ERROR(data_.allocate(bytes_per_copy_ * copies));

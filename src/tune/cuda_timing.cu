@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -175,6 +176,34 @@ NumericsReport numerics_report(const kernels::CompareTotals& h, double ref_rms) 
   std::memcpy(&r.max_rel_err, &h.max_rel_bits, sizeof(double));
   r.passed = h.bad == 0;
   return r;
+}
+
+std::atomic<std::size_t> g_device_free_for_testing{0};
+
+void set_device_memory_free_for_testing(std::size_t bytes) { g_device_free_for_testing.store(bytes); }
+
+Status device_tuning_copies(int ordinal, std::size_t per_copy, std::size_t fixed, std::size_t target_bytes,
+                            std::size_t max_copies, std::size_t* copies) {
+  std::size_t need = 0;
+  if (per_copy == SIZE_MAX || fixed == SIZE_MAX || __builtin_add_overflow(per_copy, fixed, &need))
+    return Status(StatusCode::kNotSupported, "tuning this problem would need more bytes than memory can address");
+  std::size_t free_b = g_device_free_for_testing.load();
+  if (free_b == 0) {
+    TUNABLE_RETURN_IF_ERROR(require_current_device(ordinal));
+    std::size_t total_b = 0;
+    TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  }
+  const std::size_t budget = free_b / 2;
+  if (need > budget)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("not enough GPU memory to tune: needs {} (an input copy of {} and {} for the reference "
+                              "and the check), and tuning may take half of the {} free on device {}",
+                              format_bytes(need), format_bytes(per_copy), format_bytes(fixed), format_bytes(free_b),
+                              ordinal));
+  std::size_t n = rotating_copies(per_copy, target_bytes, max_copies);
+  if (per_copy > 0) n = std::min(n, (budget - fixed) / per_copy);
+  *copies = std::max<std::size_t>(n, 1);
+  return Status::ok();
 }
 
 }  // namespace tunable

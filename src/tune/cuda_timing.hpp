@@ -57,6 +57,19 @@ class EventTimer final : public Timer {
 
 // measure_copy_bandwidth (tunable/measure.hpp) is defined with the timer, in cuda_timing.cu.
 
+/// How many input copies a GPU tuning workload may allocate, decided before it allocates any:
+/// `per_copy` bytes per rotated copy, `fixed` bytes allocated once (references, the check's
+/// buffers), `target_bytes` the rotation wanted. Copies and fixed bytes together take at most half
+/// of the device's free memory (the host program keeps the rest; everything is freed when tuning
+/// ends); fewer copies when the target does not fit, and kNotSupported naming the sizes when one
+/// copy and the fixed bytes do not (the call then runs Default and the miss is recorded).
+/// `per_copy == SIZE_MAX` or `fixed == SIZE_MAX` stands for a size that overflowed while derived.
+Status device_tuning_copies(int ordinal, std::size_t per_copy, std::size_t fixed, std::size_t target_bytes,
+                            std::size_t max_copies, std::size_t* copies);
+
+/// Test seam: the free device memory device_tuning_copies() sees (0: ask the driver again).
+void set_device_memory_free_for_testing(std::size_t bytes);
+
 /// The elementwise check of compare_outputs() on the device: got/ref are dense doubles.
 Status compare_on_device(const double* got, const double* ref, std::size_t n, const Tolerance& tol,
                          NumericsReport* report, cudaStream_t stream);

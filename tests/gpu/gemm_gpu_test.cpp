@@ -711,6 +711,70 @@ TEST_F(GpuRuntime, BroadcastBatchKeepsItsStridesWhileTuning) {
   EXPECT_EQ(ctx.stats().tuned, 1u);
 }
 
+// Tuning memory on the GPU is estimated before anything is allocated (issue: a huge problem's
+// tuning buffers were allocated until cudaMalloc failed, inside the user's program).
+struct FakeDeviceMemory {
+  explicit FakeDeviceMemory(std::size_t bytes) { set_device_memory_free_for_testing(bytes); }
+  ~FakeDeviceMemory() { set_device_memory_free_for_testing(0); }
+};
+
+TEST_F(GpuRuntime, TooLittleGpuMemoryRunsDefaultAndRecordsTheMiss) {
+  Options o = opts();
+  o.record_untuned = true;
+  o.untuned_filename = dir.file("u.csv");
+  Context ctx(Device::cuda(0), o);
+  // Tuning may take half of 1 MiB; one input copy of this problem is A alone 1 MiB.
+  FakeDeviceMemory mem(1 << 20);
+  Problem p(d, rng);
+  testing::internal::CaptureStderr();
+  p.run_and_check(ctx, "Default, for lack of GPU memory to tune");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("not enough GPU memory to tune"), std::string::npos) << err;
+  EXPECT_EQ(ctx.stats().tuned, 0u);
+  EXPECT_EQ(test::slurp(dir.file("u0.csv")), op_signature(d) + "," + params_signature(d) + "\n");
+  std::string chosen;
+  const Status st = tune_gemm(ctx, d, &chosen);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_NE(st.message().find("not enough GPU memory to tune"), std::string::npos) << st.message();
+}
+
+TEST_F(GpuRuntime, FewerInputCopiesWhenGpuMemoryIsShort) {
+  Options o = opts();
+  o.rotating_buffer_size_mib = 64;
+  Context ctx(Device::cuda(0), o);
+  OpHooks<GemmArgs> h;
+  ASSERT_TRUE(cuda_gemm_hooks(ctx.impl(), d, &h).is_ok());
+  std::unique_ptr<Workload<GemmArgs>> wl;
+  ASSERT_TRUE(h.make_workload(GemmArgs{d, {}}, o, &wl).is_ok());
+  const std::size_t per_copy = wl->bytes_per_copy();  // A (1 MiB), B, C, bias and scales, each padded
+  EXPECT_GE(wl->copies() * per_copy, 64u << 20);
+  FakeDeviceMemory mem(8 << 20);  // half of it, less the 32 KiB reference, fits three copies
+  ASSERT_TRUE(h.make_workload(GemmArgs{d, {}}, o, &wl).is_ok());
+  EXPECT_EQ(wl->copies(), 3u) << per_copy << " bytes a copy";
+}
+
+TEST_F(GpuRuntime, TuningSizesFromUserDimensionsAreOverflowChecked) {
+  // Three strided-batched fp64 operands of 2^60 elements each pass validate() (each one is
+  // addressable), but together they are 3 * 2^63 bytes, which wraps size_t.
+  GemmDesc big = GemmDesc::make(DataType::kF64, Transpose::kN, Transpose::kN, 2, 2, 2);
+  big.op = GemmOp::kGemmStridedBatched;
+  big.batch = 2;
+  big.stride_a = big.stride_b = big.stride_c = std::int64_t{1} << 59;
+  ASSERT_TRUE(validate(big).is_ok()) << validate(big).to_string();
+  Context ctx(Device::cuda(0), opts());
+  OpHooks<GemmArgs> h;
+  ASSERT_TRUE(cuda_gemm_hooks(ctx.impl(), big, &h).is_ok());
+  std::unique_ptr<Workload<GemmArgs>> wl;
+  Status st = h.make_workload(GemmArgs{big, {}}, opts(), &wl);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
+  EXPECT_NE(st.message().find("more bytes than memory can address"), std::string::npos) << st.message();
+  // 2^57 elements an operand fit size_t but no GPU: refused by the estimate, nothing allocated.
+  big.stride_a = big.stride_b = big.stride_c = std::int64_t{1} << 57;
+  st = h.make_workload(GemmArgs{big, {}}, opts(), &wl);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
+  EXPECT_NE(st.message().find("not enough GPU memory to tune"), std::string::npos) << st.message();
+}
+
 // The fp64 reference of the tuning check put one grid row per 16 columns and one grid slice per
 // batch, both capped at 65535 by CUDA: a batch past 65535 or over a million columns could not be
 // checked, and such problems were never tuned (Default, with a warning). Both now tune, and the

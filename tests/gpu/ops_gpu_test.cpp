@@ -23,6 +23,7 @@
 #include "ops/ops_workload.hpp"
 #include "test_bounds.hpp"
 #include "test_util.hpp"
+#include "tune/cuda_timing.hpp"
 #include "tune/tuner.hpp"
 #include "tunable/context.hpp"
 #include "tunable/ops.hpp"
@@ -1051,6 +1052,59 @@ TEST(OpsTuning, RotatingBufferOptions) {
   EXPECT_GT(wl->copies() * wl->bytes_per_copy(), 2 * l2) << wl->copies() << " copies of " << wl->bytes_per_copy();
   EXPECT_GE(static_cast<std::size_t>(kGraphMaxCalls) * wl->bytes_per_copy(), 2 * l2)
       << "the graph tie-break's replays would stay in the L2";
+}
+
+// Tuning memory on the GPU is estimated before anything is allocated: a problem whose one input
+// copy and references exceed half the free memory is not tuned (Default runs, the miss is recorded),
+// and a short budget takes fewer copies.
+TEST(OpsTuning, GpuMemoryIsEstimatedBeforeAllocating) {
+  struct FakeDeviceMemory {
+    explicit FakeDeviceMemory(std::size_t bytes) { set_device_memory_free_for_testing(bytes); }
+    ~FakeDeviceMemory() { set_device_memory_free_for_testing(0); }
+  };
+  Options o;
+  o.filename = "";
+  o.rotating_buffer_size_mib = 64;
+  Context ctx(Device::cuda(0), o);
+  NormArgs a;
+  a.prob = NormProblem{true, DataType::kBF16, NormWeight::kLlama, Fp8Scaling::kNone, 64, 4096};
+  a.x_stride = a.residual_stride = a.out_stride = 4096;
+  std::unique_ptr<Workload<NormArgs>> wl;
+  ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
+  EXPECT_GE(wl->copies() * wl->bytes_per_copy(), 64u << 20);
+  const std::size_t per_copy = wl->bytes_per_copy();  // x, residual, out (512 KiB each) and the weight
+  {
+    // 32 MiB free: tuning may take 16, of which the three fp64 buffers (reference output and
+    // residual, the check's copy: 2 MiB each), the pristine residual and the scale take 6.5.
+    FakeDeviceMemory mem(32 << 20);
+    ASSERT_OK(make_norm_workload(ctx.impl(), a, o, &wl));
+    EXPECT_EQ(wl->copies(), ((16u << 20) - 3 * (2u << 20) - (1u << 19) - 256) / per_copy) << per_copy;
+    EXPECT_EQ(wl->copies(), 6u) << per_copy;
+  }
+  {
+    FakeDeviceMemory mem(2 << 20);
+    const Status st = make_norm_workload(ctx.impl(), a, o, &wl);
+    EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
+    EXPECT_NE(st.message().find("not enough GPU memory to tune"), std::string::npos) << st.message();
+  }
+  // Through the API: Default serves the call and the miss is recorded for offline tuning.
+  test::TempDir dir;
+  Options t = tuning_options(dir.file("results.csv"));
+  t.record_untuned = true;
+  t.untuned_filename = dir.file("u.csv");
+  Context tuning(Device::cuda(0), t);
+  NormRun run(NormCase{DataType::kBF16, true, NormWeight::kLlama, Fp8Scaling::kNone, 64, 4096});
+  ASSERT_NO_FATAL_FAILURE(run.setup());
+  ASSERT_NO_FATAL_FAILURE(run.reset());
+  FakeDeviceMemory mem(2 << 20);
+  testing::internal::CaptureStderr();
+  ASSERT_OK(run_norm_api(tuning, run.args()));
+  const std::string err = testing::internal::GetCapturedStderr();
+  run.check("Default, for lack of GPU memory to tune");
+  EXPECT_NE(err.find("not enough GPU memory to tune"), std::string::npos) << err;
+  EXPECT_EQ(tuning.stats().tuned, 0u);
+  EXPECT_NE(test::slurp(dir.file("u0.csv")).find("FusedAddRmsNormTunableOp_BFloat16,rows_64_hidden_4096"),
+            std::string::npos);
 }
 
 }  // namespace

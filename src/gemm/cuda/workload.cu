@@ -67,14 +67,35 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     // operand is sized to what they reach.
     const bool batched = d.op == GemmOp::kGemmStridedBatched;
     const std::int64_t sa = batched ? d.stride_a : 0, sb = batched ? d.stride_b : 0, sc = batched ? d.stride_c : 0;
-    na_ = static_cast<std::size_t>(sa * (d.batch - 1) + span(d.lda, a_rows(d), a_cols(d)));
-    nb_ = static_cast<std::size_t>(sb * (d.batch - 1) + span(d.ldb, b_rows(d), b_cols(d)));
-    nc_ = static_cast<std::size_t>(sc * (d.batch - 1) + span(d.ldc, d.m, d.n));
-    off_b_ = round_up(na_ * in);
-    off_c_ = off_b_ + round_up(nb_ * size_of(b_type(d)));
-    off_bias_ = off_c_ + round_up(nc_ * out);
-    off_scale_ = off_bias_ + round_up(static_cast<std::size_t>(d.m) * out);
-    per_copy_ = off_scale_ + kAlign;
+    // Every size below derives from the user's dimensions and strides: checked, so that an absurd
+    // problem is refused by name instead of wrapping into a small allocation that kernels overrun.
+    const auto reach = [&](std::int64_t stride, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                           std::size_t* n) {
+      std::int64_t r = 0;
+      return !__builtin_mul_overflow(stride, d.batch - 1, &r) && !__builtin_add_overflow(r, span(ld, rows, cols), &r) &&
+             r >= 0 && (*n = static_cast<std::size_t>(r), true);
+    };
+    std::size_t a_bytes = 0, b_bytes = 0, c_bytes = 0, bias_bytes = 0, ref_bytes = 0, fixed = 0;
+    const std::size_t nref = static_cast<std::size_t>(d.m) * static_cast<std::size_t>(d.n);  // each < 2^31
+    ref_is_double_ = d.dtype == DataType::kF64;
+    // Appends a kAlign-aligned slice of `bytes` at *end: its offset in *at.
+    const auto carve = [](std::size_t bytes, std::size_t* end, std::size_t* at) {
+      *at = *end;
+      return bytes <= SIZE_MAX - 2 * kAlign && checked_add(*end, round_up(bytes), end);
+    };
+    std::size_t end = 0, off_a = 0;
+    const bool sized =
+        reach(sa, d.lda, a_rows(d), a_cols(d), &na_) && reach(sb, d.ldb, b_rows(d), b_cols(d), &nb_) &&
+        reach(sc, d.ldc, d.m, d.n, &nc_) && checked_mul(na_, in, &a_bytes) &&
+        checked_mul(nb_, size_of(b_type(d)), &b_bytes) && checked_mul(nc_, out, &c_bytes) &&
+        checked_mul(static_cast<std::size_t>(d.m), out, &bias_bytes) &&
+        checked_mul(nref, static_cast<std::size_t>(d.batch), &ref_bytes) &&
+        checked_mul(ref_bytes, ref_is_double_ ? 8 : 4, &ref_bytes) && carve(a_bytes, &end, &off_a) &&
+        carve(b_bytes, &end, &off_b_) && carve(c_bytes, &end, &off_c_) && carve(bias_bytes, &end, &off_bias_) &&
+        carve(kAlign, &end, &off_scale_) && checked_add(ref_bytes, sizeof(kernels::CompareTotals), &fixed) &&
+        (d.beta == 0 || checked_add(fixed, c_bytes, &fixed));
+    if (!sized) return Status(StatusCode::kNotSupported, "tuning this problem would need more bytes than memory can address");
+    per_copy_ = end;
     const std::size_t l2 = static_cast<std::size_t>(device_properties(res_->ordinal()).l2CacheSize);
     // Eight times the L2, so every call reads its inputs from memory as in real use. Twice the L2
     // (TunableOp's rule) is not enough on an H100: with 100 MB of rotation the 50 MB L2 still served
@@ -84,9 +105,10 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
                                    ? 8 * l2
                                    : static_cast<std::size_t>(opt.rotating_buffer_size_mib) << 20;
     // Up to 8192 copies (64 of a small GEMM's operands fit in the L2); below ~50 KB a copy the
-    // rotation stays under the target, though still above the L2 down to ~6 KB.
-    copies_ = rotating_copies(per_copy_, target, 8192);
-    // Less memory free than the rotation wants: fewer copies (timing gets optimistic, not wrong).
+    // rotation stays under the target, though still above the L2 down to ~6 KB. The copies and the
+    // reference fit half the free memory, checked before anything is allocated.
+    TUNABLE_RETURN_IF_ERROR(device_tuning_copies(res_->ordinal(), per_copy_, fixed, target, 8192, &copies_));
+    // Memory taken by another thread or process since: fewer copies (timing gets optimistic, not wrong).
     for (;;) {
       Status got = mem_.allocate(per_copy_ * copies_);
       if (got.is_ok()) break;
@@ -130,9 +152,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
                                          cudaMemcpyDeviceToDevice, s));
     }
     // Reference of copy 0 from its initial C.
-    ref_is_double_ = d.dtype == DataType::kF64;
-    const std::size_t nref = static_cast<std::size_t>(d.m * d.n * d.batch);
-    TUNABLE_RETURN_IF_ERROR(ref_.allocate(nref * (ref_is_double_ ? 8 : 4)));
+    TUNABLE_RETURN_IF_ERROR(ref_.allocate(ref_bytes));
     kernels::ReferenceGemmArgs g{};
     g.a = args_[0].ops.a;
     g.b = args_[0].ops.b;
