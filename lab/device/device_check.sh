@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   lab/device/device_check.sh STEP...   steps: info tests sanitize demo bench-tune bench-verify torch fused overhead
+#   lab/device/device_check.sh STEP...   steps: info tests no-gpu sanitize demo bench-tune bench-verify torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
@@ -73,6 +73,18 @@ for step in "$@"; do
         # Exit 77 is the whole-binary skip (no device); it only happens with TUNABLE_REQUIRE_GPU=0.
         if [ "$rc" -eq 77 ] && [ "$TUNABLE_REQUIRE_GPU" = 0 ]; then echo "skipped: $(basename "$t") (no device)"
         else check "tests: $(basename "$log" .log)" "$rc"; fi
+      done ;;
+    no-gpu)
+      # GPU-required mode on a GPU machine whose GPU is hidden (CUDA_VISIBLE_DEVICES=""): every GPU
+      # test binary must fail (not skip with 77, not pass); with TUNABLE_REQUIRE_GPU=0 each skips (77).
+      for t in $B/tests/tunable_gpu_*tests; do
+        CUDA_VISIBLE_DEVICES= TUNABLE_REQUIRE_GPU=1 "$t" --gtest_brief=1 > "$OUT/nogpu_$(basename "$t").log" 2>&1
+        rc=$?
+        CUDA_VISIBLE_DEVICES= TUNABLE_REQUIRE_GPU=0 "$t" --gtest_brief=1 > /dev/null 2>&1
+        rc0=$?
+        echo "$(basename "$t"): required exit $rc ($(head -c 300 "$OUT/nogpu_$(basename "$t").log" | tr '\n' ' ')); not required exit $rc0"
+        { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; } || check "no-gpu: $(basename "$t") did not fail without its GPU" 1
+        [ "$rc0" -eq 77 ] || check "no-gpu: $(basename "$t") did not skip with TUNABLE_REQUIRE_GPU=0" 1
       done ;;
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters

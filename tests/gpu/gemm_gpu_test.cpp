@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -634,29 +635,34 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
 // kernel that assumed 16-byte alignment could fault with a sticky "misaligned address" and take the
 // rest of the suite with it. The child must get the right answer or a clear kMisaligned status.
 [[noreturn]] void misaligned_child(const GemmDesc& g, Offsets off) {
-  // A death test shows only the child's stderr, where gtest prints none of the child's failures:
-  // each one goes there as it happens.
-  struct FailuresToStderr : ::testing::EmptyTestEventListener {
-    void OnTestPartResult(const ::testing::TestPartResult& r) override {
-      if (r.failed())
-        std::fprintf(stderr, "%s:%d: %s\n", r.file_name() ? r.file_name() : "?", r.line_number(), r.message());
+  // A death test shows only the child's stderr, and gtest forwards none of the child's failures to
+  // its listeners: they are intercepted here and printed there.
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter intercept(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
+    std::mt19937 rng(23);
+    Problem p(g, rng);
+    for (bool enabled : {false, true}) {
+      Options o;
+      o.enabled = enabled;
+      o.filename = "";
+      o.max_tuning_duration_ms = 3;
+      o.max_warmup_duration_ms = 1;
+      o.exhaustive_candidates = 8;
+      Context ctx(Device::cuda(0), o);
+      p.run_and_check(ctx, enabled ? "tuning context" : "Default", off, /*misaligned_ok=*/true);
     }
-  };
-  ::testing::UnitTest::GetInstance()->listeners().Append(new FailuresToStderr);
-  std::mt19937 rng(23);
-  Problem p(g, rng);
-  for (bool enabled : {false, true}) {
-    Options o;
-    o.enabled = enabled;
-    o.filename = "";
-    o.max_tuning_duration_ms = 3;
-    o.max_warmup_duration_ms = 1;
-    o.exhaustive_candidates = 8;
-    Context ctx(Device::cuda(0), o);
-    p.run_and_check(ctx, enabled ? "tuning context" : "Default", off, /*misaligned_ok=*/true);
+  }
+  for (int i = 0; i < failures.size(); ++i) {
+    const ::testing::TestPartResult& r = failures.GetTestPartResult(i);
+    if (r.failed())
+      std::fprintf(stderr, "%s:%d: %s\n", r.file_name() ? r.file_name() : "?", r.line_number(), r.message());
   }
   const cudaError_t sync = cudaDeviceSynchronize();
-  const bool ok = sync == cudaSuccess && !::testing::Test::HasFailure();
+  bool failed = false;
+  for (int i = 0; i < failures.size(); ++i) failed |= failures.GetTestPartResult(i).failed();
+  const bool ok = sync == cudaSuccess && !failed;
   std::fprintf(stderr, "child: %s (cuda: %s)\n", ok ? "right answer or kMisaligned" : "FAILED", cudaGetErrorString(sync));
   std::fflush(stderr);
   std::_Exit(ok ? 0 : 3);
@@ -754,12 +760,12 @@ TEST_F(GpuRuntime, FewerInputCopiesWhenGpuMemoryIsShort) {
 }
 
 TEST_F(GpuRuntime, TuningSizesFromUserDimensionsAreOverflowChecked) {
-  // Three strided-batched fp64 operands of 2^60 elements each pass validate() (each one is
-  // addressable), but together they are 3 * 2^63 bytes, which wraps size_t.
+  // Three strided-batched fp64 operands of nearly 2^60 elements each pass validate() (each one is
+  // addressable), but together they are nearly 3 * 2^63 bytes, which wraps size_t.
   GemmDesc big = GemmDesc::make(DataType::kF64, Transpose::kN, Transpose::kN, 2, 2, 2);
   big.op = GemmOp::kGemmStridedBatched;
   big.batch = 2;
-  big.stride_a = big.stride_b = big.stride_c = std::int64_t{1} << 59;
+  big.stride_a = big.stride_b = big.stride_c = (std::int64_t{1} << 60) - 1024;  // validate()'s largest, nearly
   ASSERT_TRUE(validate(big).is_ok()) << validate(big).to_string();
   Context ctx(Device::cuda(0), opts());
   OpHooks<GemmArgs> h;
@@ -768,8 +774,8 @@ TEST_F(GpuRuntime, TuningSizesFromUserDimensionsAreOverflowChecked) {
   Status st = h.make_workload(GemmArgs{big, {}}, opts(), &wl);
   EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
   EXPECT_NE(st.message().find("more bytes than memory can address"), std::string::npos) << st.message();
-  // 2^57 elements an operand fit size_t but no GPU: refused by the estimate, nothing allocated.
-  big.stride_a = big.stride_b = big.stride_c = std::int64_t{1} << 57;
+  // 2^58 elements an operand fit size_t but no GPU: refused by the estimate, nothing allocated.
+  big.stride_a = big.stride_b = big.stride_c = std::int64_t{1} << 58;
   st = h.make_workload(GemmArgs{big, {}}, opts(), &wl);
   EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
   EXPECT_NE(st.message().find("not enough GPU memory to tune"), std::string::npos) << st.message();

@@ -285,16 +285,27 @@ class LtDefault final : public Solution<GemmArgs> {
     if (!bias_through_c(a.desc)) {
       SolutionPtr<GemmArgs> s;
       TUNABLE_RETURN_IF_ERROR(resolve(a, &s));
-      return s->run(a, ws, ws_bytes, stream);
+      return misaligned_if_refused(a, s->run(a, ws, ws_bytes, stream));
     }
     const GemmArgs g = bias_as_c(a);
     SolutionPtr<GemmArgs> s;
     TUNABLE_RETURN_IF_ERROR(resolve(g, &s));  // before writing C: a refusal leaves C alone
     TUNABLE_RETURN_IF_ERROR(broadcast_bias(a.desc, a.ops.bias, a.ops.c, reinterpret_cast<cudaStream_t>(stream)));
-    return s->run(g, ws, ws_bytes, stream);
+    return misaligned_if_refused(g, s->run(g, ws, ws_bytes, stream));
   }
 
  private:
+  // The same problem with 16-byte aligned operands has a kernel (or the heuristic would have refused
+  // it there too): a refusal of less aligned pointers is about their alignment.
+  static Status misaligned_if_refused(const GemmArgs& a, Status st) {
+    const std::size_t align = operand_alignment(a);
+    if (st.code() != StatusCode::kNotSupported || align >= kLtAlignment) return st;
+    return Status(StatusCode::kMisaligned,
+                  fmt::format("cuBLASLt refuses this problem's operands aligned to {} bytes ({}); 16-byte aligned "
+                              "A, B, C{} are served",
+                              align, st.message(), a.ops.bias ? " and bias" : ""));
+  }
+
   Status resolve(const GemmArgs& a, SolutionPtr<GemmArgs>* out) const {
     const std::size_t align = operand_alignment(a);
     const auto key = std::make_pair(gemm_key(GemmArgs{a.desc, {}}), align);
@@ -302,7 +313,17 @@ class LtDefault final : public Solution<GemmArgs> {
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       std::vector<cublasLtMatmulHeuristicResult_t> h;
-      TUNABLE_RETURN_IF_ERROR(heuristics(res_, a.desc, false, 1, &h, align));
+      const Status st = heuristics(res_, a.desc, false, 1, &h, align);
+      if (st.code() == StatusCode::kNotSupported && align < kLtAlignment) {
+        // Misaligned only if 16-byte aligned operands would have a kernel.
+        std::vector<cublasLtMatmulHeuristicResult_t> aligned_h;
+        if (heuristics(res_, a.desc, false, 1, &aligned_h).is_ok() && !aligned_h.empty())
+          return Status(StatusCode::kMisaligned,
+                        fmt::format("cuBLASLt offers no kernel for this problem with operands aligned to {} bytes; "
+                                    "16-byte aligned A, B, C{} are served",
+                                    align, a.ops.bias ? " and bias" : ""));
+      }
+      TUNABLE_RETURN_IF_ERROR(st);
       if (h.empty())
         return Status(align < kLtAlignment ? StatusCode::kMisaligned : StatusCode::kNotSupported,
                       fmt::format("cuBLASLt offers no kernel for this problem with operands aligned to {} bytes",

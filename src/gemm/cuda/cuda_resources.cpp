@@ -98,15 +98,22 @@ Status LtPlan::run(cublasLtHandle_t lt, const cublasLtMatmulAlgo_t* algo, const 
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
   }
+  // A kernel that cuBLASLt's heuristic offered for these alignments may still refuse the call's
+  // pointers (a bias epilogue with 2-byte aligned operands does): kNotSupported, not a library
+  // error, so that callers can tell a refusal from a failure.
+  cublasStatus_t s;
   if (scale_type == CUDA_R_64F) {
     const double alpha = d.alpha, beta = d.beta;
-    TUNABLE_CUBLAS_CHECK(cublasLtMatmul(lt, op, &alpha, args.ops.a, a, args.ops.b, b, &beta, args.ops.c, c,
-                                        args.ops.c, c, algo, ws, ws_bytes, stream));
+    s = cublasLtMatmul(lt, op, &alpha, args.ops.a, a, args.ops.b, b, &beta, args.ops.c, c, args.ops.c, c, algo, ws,
+                       ws_bytes, stream);
   } else {
     const float alpha = static_cast<float>(d.alpha), beta = static_cast<float>(d.beta);
-    TUNABLE_CUBLAS_CHECK(cublasLtMatmul(lt, op, &alpha, args.ops.a, a, args.ops.b, b, &beta, args.ops.c, c,
-                                        args.ops.c, c, algo, ws, ws_bytes, stream));
+    s = cublasLtMatmul(lt, op, &alpha, args.ops.a, a, args.ops.b, b, &beta, args.ops.c, c, args.ops.c, c, algo, ws,
+                       ws_bytes, stream);
   }
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED)
+    return Status(StatusCode::kNotSupported, "cublasLtMatmul refuses this call (CUBLAS_STATUS_NOT_SUPPORTED)");
+  TUNABLE_CUBLAS_CHECK(s);
   return Status::ok();
 }
 
