@@ -4,6 +4,7 @@
 // signature ("GemmTunableOp_BFloat16_TN") and which providers are asked for candidates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +81,15 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
 /// CPU contexts take host pointers (stream ignored); CUDA contexts take device pointers.
 Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands,
             Stream stream = nullptr);
+
+/// For callers that have their own GEMM to fall back on (the cuBLAS interposer): runs the GEMM on
+/// `stream` only when the context has a result for it other than Default (stored, or tuned now if
+/// the context tunes and the stream is not being captured) that can take these operands; otherwise
+/// launches nothing and sets `*served` to false, recording the miss as gemm() would. `workspace`
+/// (`workspace_bytes`) is the caller's, used when large enough; inside a stream capture nothing is
+/// tuned, allocated or synchronized. CUDA contexts only.
+Status gemm_if_tuned(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, Stream stream,
+                     void* workspace, std::size_t workspace_bytes, bool* served);
 
 /// Tunes `desc` now (fresh random inputs; no user operands needed) unless a result exists.
 /// Fills `solution` with the chosen name when non-null.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   lab/device/device_check.sh STEP...   steps: info tests no-gpu sanitize demo bench-tune bench-verify torch fused overhead
+#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose sanitize demo bench-tune bench-verify torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
@@ -86,6 +86,32 @@ for step in "$@"; do
         { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; } || check "no-gpu: $(basename "$t") did not fail without its GPU" 1
         [ "$rc0" -eq 77 ] || check "no-gpu: $(basename "$t") did not skip with TUNABLE_REQUIRE_GPU=0" 1
       done ;;
+    interpose)
+      # PyTorch under the cuBLAS interposer: the GEMM battery plain and under `tunable run --tune`
+      # (outputs compared), decode F.linear in CUDA graphs plain / --tune / --use, and the host cost
+      # per intercepted call.
+      TR="$B/tools/tunable"
+      python3 tests/torch/interpose_battery.py run "$OUT/battery_plain.pt" > "$OUT/interpose_battery.log" 2>&1
+      check "interpose: battery plain" "$?"
+      "$TR" run --tune --file "$OUT/battery.csv" -- python3 tests/torch/interpose_battery.py run "$OUT/battery_pre.pt" \
+        >> "$OUT/interpose_battery.log" 2>&1
+      check "interpose: battery preloaded" "$?"
+      python3 tests/torch/interpose_battery.py compare "$OUT/battery_plain.pt" "$OUT/battery_pre.pt" \
+        >> "$OUT/interpose_battery.log" 2>&1
+      check "interpose: battery compare" "$?"
+      tail -25 "$OUT/interpose_battery.log"
+      rm -f "$OUT"/battery_*.pt
+      "$TR" run --tune --file "$OUT/overhead.csv" -- $B/bench/tunable_interpose_overhead 2>&1 | tee "$OUT/interpose_overhead.log"
+      check "interpose: overhead" "${PIPESTATUS[0]}"
+      python3 bench/interpose/torch_linear_graphs.py "$OUT/linear_plain.json" ${LINEAR_ARGS:-} > "$OUT/linear_plain.log" 2>&1
+      check "interpose: linear plain" "$?"
+      "$TR" run --tune --file "$OUT/linear.csv" -- python3 bench/interpose/torch_linear_graphs.py "$OUT/linear_tune.json" \
+        ${LINEAR_ARGS:-} > "$OUT/linear_tune.log" 2>&1
+      check "interpose: linear --tune" "$?"
+      "$TR" run --use --file "$OUT/linear.csv" -- python3 bench/interpose/torch_linear_graphs.py "$OUT/linear_use.json" \
+        ${LINEAR_ARGS:-} > "$OUT/linear_use.log" 2>&1
+      check "interpose: linear --use" "$?"
+      tail -12 "$OUT/linear_use.log" ;;
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
       # SAN_FILTER (gemm), SAN_FILTER_OPS, SAN_FILTER_SKINNY; each run capped at SAN_TIMEOUT seconds.

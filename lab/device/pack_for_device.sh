@@ -11,7 +11,7 @@ for lib in /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 \
   cp -Lu "$lib" .devlibs/
 done
 B="${BUILD_DIR:-build}"
-files=("$B/libtunable.so" "$B/tools/tunable")
+files=("$B/libtunable.so" "$B/libtunable_preload.so" "$B/tools/tunable")
 for f in "$B"/tests/tunable_gpu_* "$B"/bench/tunable_* "$B"/lab/tunable_*; do
   [ -x "$f" ] && [ -f "$f" ] && files+=("$f")
 done

@@ -55,6 +55,22 @@ Status gemm(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, St
   });
 }
 
+Status gemm_if_tuned(Context& ctx, const GemmDesc& desc, const GemmOperands& operands, Stream stream,
+                     void* workspace, std::size_t workspace_bytes, bool* served) {
+  if (served == nullptr) return Status(StatusCode::kInvalidArgument, "gemm_if_tuned: null `served`");
+  *served = false;
+  return guarded("gemm_if_tuned", [&] {
+    if (ctx.device().kind != DeviceKind::kCuda)
+      return Status(StatusCode::kInvalidArgument, "gemm_if_tuned serves CUDA contexts only");
+    TUNABLE_RETURN_IF_ERROR(validate(desc, operands));
+    DeviceGuard on_device;
+    TUNABLE_RETURN_IF_ERROR(on_device.use(ctx.device()));
+    TunableOp<GemmArgs>* op = nullptr;
+    TUNABLE_RETURN_IF_ERROR(gemm_op(ctx, desc, &op));
+    return op->run_if_result(GemmArgs{desc, operands}, stream, workspace, workspace_bytes, served);
+  });
+}
+
 Status tune_gemm(Context& ctx, const GemmDesc& desc, std::string* solution) {
   return guarded("tune_gemm", [&] {
     TUNABLE_RETURN_IF_ERROR(validate(desc));

@@ -88,6 +88,31 @@ class TunableOp final : public TunableOpBase {
     return dispatch(*h_.default_solution, args, stream);
   }
 
+  /// For callers with their own fallback (the cuBLAS interposer): runs `args` only with a result
+  /// (stored, or tuned now when the context tunes and the stream is not being captured) that is not
+  /// Default and takes these operands. Otherwise launches nothing and leaves `served` false: a miss
+  /// is recorded as untuned as run() records it. `ws` (ws_bytes) is the caller's workspace, used
+  /// when large enough; else the op's own, which is never allocated during capture.
+  Status run_if_result(const Args& args, Stream stream, void* ws, std::size_t ws_bytes, bool* served) {
+    *served = false;
+    if (!ctx_.enabled()) return Status::ok();
+    Choice c;
+    TUNABLE_RETURN_IF_ERROR(resolve(args, stream, /*force_tune=*/false, &c));
+    if (!c.from_result || c.sol == h_.default_solution || !c.sol->can_implement(args).is_ok()) return Status::ok();
+    const std::size_t need = c.sol->workspace_bytes(args);
+    void* w = ws;
+    if (need > ws_bytes || (need > 0 && ws == nullptr)) {
+      // Refused inside a capture when it would allocate: the caller's own path serves the call.
+      if (!h_.dispatch_workspace(need, stream, &w).is_ok()) return Status::ok();
+    }
+    const Status st = c.sol->run(args, w, need > ws_bytes ? need : ws_bytes, stream);
+    if (st.code() == StatusCode::kNotSupported || st.code() == StatusCode::kMisaligned) return Status::ok();
+    TUNABLE_RETURN_IF_ERROR(st);
+    ctx_.count_hit();
+    *served = true;
+    return Status::ok();
+  }
+
   /// Tunes args' problem unless a result exists (also when the context is disabled).
   /// A result that could not be written to the results file is an error here, with `chosen` set.
   Status tune(const Args& args, std::string* chosen) {

@@ -11,7 +11,12 @@
 
 #include "gpu/gpu_main.hpp"
 
+// A binary's own step before the device check (the interposer's tests re-execute themselves under
+// LD_PRELOAD there); most binaries define none.
+extern "C" void tunable_gpu_main_prepare(int argc, char** argv) __attribute__((weak));
+
 int main(int argc, char** argv) {
+  if (tunable_gpu_main_prepare) tunable_gpu_main_prepare(argc, argv);
   const bool required = tunable::test::gpu_required();
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);

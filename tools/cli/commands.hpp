@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tunable::cli {
 
@@ -31,5 +32,15 @@ struct TuneFileArgs {
   bool file_given = false, verbose_given = false;
 };
 int run_tune_file(const TuneFileArgs& a);
+
+/// `tunable run`: COMMAND under the cuBLAS interposer in one of three modes (use, record, tune).
+struct RunArgs {
+  std::string mode = "use";
+  std::string file;     ///< TUNABLE_FILENAME for the program, when given
+  std::string untuned;  ///< TUNABLE_UNTUNED_FILENAME, when given
+  std::string report;   ///< where the interposer's report goes (default: a temporary file, printed)
+  std::vector<std::string> command;
+};
+int run_program(const RunArgs& a);
 
 }  // namespace tunable::cli

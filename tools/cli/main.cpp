@@ -43,6 +43,20 @@ int main(int argc, char** argv) {
   auto* tf_verbose = tfile->add_option("--verbose", tf.verbose, "tuning log level 0-3 (default: TUNABLE_VERBOSE)")
                          ->check(CLI::Range(0, 3));
 
+  RunArgs ra;
+  auto* run = app.add_subcommand("run", "Run a program (e.g. python app.py) with its cuBLAS GEMMs served by tuned "
+                                        "solutions: tunable run [--use|--record|--tune] -- COMMAND ...");
+  auto* mode = run->add_option_group("mode", "what to do with a GEMM that has no stored result");
+  mode->add_flag_callback("--use", [&] { ra.mode = "use"; }, "stored results only; misses go to cuBLAS (default)");
+  mode->add_flag_callback("--record", [&] { ra.mode = "record"; },
+                          "as --use, and write each miss to the untuned file (for tune-file)");
+  mode->add_flag_callback("--tune", [&] { ra.mode = "tune"; }, "tune each miss at its first call");
+  mode->require_option(0, 1);
+  run->add_option("--file", ra.file, "results file (default: TUNABLE_FILENAME, else tunable_results.csv)");
+  run->add_option("--untuned", ra.untuned, "untuned file for --record (default: TUNABLE_UNTUNED_FILENAME)");
+  run->add_option("--report", ra.report, "append the interposer's report to this file instead of printing it");
+  run->add_option("command", ra.command, "the program and its arguments, after --")->required()->expected(-1);
+
   CLI11_PARSE(app, argc, argv);
   tf.file_given = tf_file->count() > 0;
   tf.verbose_given = tf_verbose->count() > 0;
@@ -51,7 +65,8 @@ int main(int argc, char** argv) {
     if (*tune) rc = run_tune(ta);
     else if (*show) rc = run_show(sa);
     else if (*tfile) rc = run_tune_file(tf);
-    else std::fprintf(stderr, "tunable: a subcommand is required (tune, show or tune-file); see --help\n");
+    else if (*run) rc = run_program(ra);
+    else std::fprintf(stderr, "tunable: a subcommand is required (tune, show, tune-file or run); see --help\n");
   } catch (const tunable::Error& e) {
     std::fprintf(stderr, "tunable: %s\n", e.what());
     return 1;

@@ -1,0 +1,71 @@
+/* The C interface between the cuBLAS preload shim (tools/preload) and libtunable.so.
+ *
+ * The shim is loaded with LD_PRELOAD before the program and its cuBLAS; it must not pull in cuBLAS
+ * or the CUDA runtime itself (the program's own copies must be the only ones), so it opens
+ * libtunable.so at the first GEMM, by which time the program has loaded its cuBLAS, and calls it
+ * through these functions. Plain C types only: the shim and the library may come from different
+ * compilers. Bump TUNABLE_PRELOAD_ABI on any change; the shim refuses a library of another version.
+ */
+#ifndef TUNABLE_INTERPOSE_PRELOAD_ABI_H
+#define TUNABLE_INTERPOSE_PRELOAD_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TUNABLE_PRELOAD_ABI 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which entry point a call came through (the handle's state is read by the library). */
+enum TunablePreloadEntry {
+  TUNABLE_ENTRY_GEMM_EX = 0,
+  TUNABLE_ENTRY_SGEMM = 1,
+  TUNABLE_ENTRY_HGEMM = 2,
+  TUNABLE_ENTRY_GEMM_STRIDED_BATCHED_EX = 3,
+  TUNABLE_ENTRY_SGEMM_STRIDED_BATCHED = 4,
+  TUNABLE_ENTRY_HGEMM_STRIDED_BATCHED = 5,
+  TUNABLE_ENTRY_COUNT = 6
+};
+
+/* One cuBLAS GEMM call, its enums as ints (cublasOperation_t, cudaDataType_t, cublasComputeType_t). */
+struct TunablePreloadGemm {
+  int entry;
+  void* handle; /* cublasHandle_t */
+  int transa, transb;
+  int64_t m, n, k;
+  const void* alpha;
+  const void* a;
+  int a_type;
+  int64_t lda;
+  const void* b;
+  int b_type;
+  int64_t ldb;
+  const void* beta;
+  void* c;
+  int c_type;
+  int64_t ldc;
+  int compute_type; /* -1: the entry point's own (Sgemm: 32F and the math mode; Hgemm: 16F) */
+  int64_t batch;    /* strided entries only */
+  int64_t stride_a, stride_b, stride_c;
+  void* workspace; /* what the program last set on the handle (cublasSetWorkspace), or NULL */
+  size_t workspace_bytes;
+};
+
+/* The library's side, looked up by name with dlsym. */
+typedef int (*tunable_preload_abi_fn)(void);
+/* 1: the library ran the GEMM on the handle's stream; 0: the shim must call the real cuBLAS.
+ * Never fails otherwise: an internal error is reported once and the call is forwarded. */
+typedef int (*tunable_preload_gemm_fn)(const struct TunablePreloadGemm* call);
+
+/* Totals so far (tests and tools): served, forwarded as not ours, forwarded for want of a result,
+ * forwarded inside a capture before any context existed, forwarded after an internal failure. */
+typedef int (*tunable_preload_counts_fn)(uint64_t* out, int n);
+#define TUNABLE_PRELOAD_OUTCOMES 5
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
