@@ -4,7 +4,7 @@
 //   served:    a decode problem the interposer serves with its tuned solution
 //   forwarded: a call it does not serve (fp16 inputs into an fp32 C), handed to cuBLAS
 //   real:      the same calls on cuBLAS directly, past the shim
-// Prints one line per path: median microseconds per call over 15 batches of 200 calls.
+// Prints one line per path: median microseconds per call over 15 batches of 100 calls each.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -27,20 +28,25 @@ using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOpe
                                     const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
                                     const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
 
-double per_call_us(cudaStream_t s, const std::function<cublasStatus_t()>& call) {
-  constexpr int kCalls = 200;
-  std::vector<double> batches;
-  for (int b = 0; b < 15; ++b) {
-    hold<<<1, 1, 0, s>>>(400000000);  // ~0.2 s at 2 GHz: the queue, not the GPU, is what is timed
+// Median host microseconds per call of `a` and of `b`, batches of the two interleaved so that any
+// drift (clocks, queue state) falls on both alike.
+std::pair<double, double> per_call_us(cudaStream_t s, const std::function<cublasStatus_t()>& a,
+                                      const std::function<cublasStatus_t()>& b) {
+  constexpr int kCalls = 100;
+  std::vector<double> ta, tb;
+  for (int batch = 0; batch < 30; ++batch) {
+    const auto& call = batch % 2 ? b : a;
+    hold<<<1, 1, 0, s>>>(200000000);  // ~0.1 s at 2 GHz: the queue, not the GPU, is what is timed
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kCalls; ++i)
-      if (call() != CUBLAS_STATUS_SUCCESS) return -1;
+      if (call() != CUBLAS_STATUS_SUCCESS) return {-1, -1};
     const auto t1 = std::chrono::steady_clock::now();
     cudaStreamSynchronize(s);
-    batches.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kCalls);
+    (batch % 2 ? tb : ta).push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kCalls);
   }
-  std::sort(batches.begin(), batches.end());
-  return batches[batches.size() / 2];
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
 }
 
 }  // namespace
@@ -85,9 +91,9 @@ int main() {
   Dl_info info{};
   dladdr(reinterpret_cast<void*>(shim), &info);
   std::printf("cublasGemmEx resolves into %s\n", info.dli_fname ? info.dli_fname : "?");
-  const double served = per_call_us(s, bf16(shim)), real_bf16 = per_call_us(s, bf16(real));
-  const double fwd = per_call_us(s, mixed(shim)), real_mixed = per_call_us(s, mixed(real));
-  std::printf("served   bf16 tn 4096x1x4096: %.2f us per call (real cuBLAS %.2f us): %+.2f us\n", served, real_bf16,
+  const auto [served, real_bf16] = per_call_us(s, bf16(shim), bf16(real));
+  const auto [fwd, real_mixed] = per_call_us(s, mixed(shim), mixed(real));
+  std::printf("served    bf16 tn 4096x1x4096: %.2f us per call (real cuBLAS %.2f us): %+.2f us\n", served, real_bf16,
               served - real_bf16);
   std::printf("forwarded fp16->fp32 4096x1x4096: %.2f us per call (real cuBLAS %.2f us): %+.2f us\n", fwd, real_mixed,
               fwd - real_mixed);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose sanitize demo bench-tune bench-verify torch fused overhead
+#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose example2 sanitize demo bench-tune bench-verify torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
@@ -112,6 +112,13 @@ for step in "$@"; do
         ${LINEAR_ARGS:-} > "$OUT/linear_use.log" 2>&1
       check "interpose: linear --use" "$?"
       tail -12 "$OUT/linear_use.log" ;;
+    example2)
+      # HF generate plain vs ours (bench/example2/run.sh): EX2_CASES lists MODEL:BATCH[:--no-compile].
+      for c in ${EX2_CASES:-gemma-2b:1}; do
+        IFS=: read -r model batch extra <<< "$c"
+        B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
+        check "example2: $c" "${PIPESTATUS[0]}"
+      done ;;
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
       # SAN_FILTER (gemm), SAN_FILTER_OPS, SAN_FILTER_SKINNY; each run capped at SAN_TIMEOUT seconds.

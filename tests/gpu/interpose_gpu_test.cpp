@@ -124,8 +124,12 @@ struct Mat {
   ~Mat() { (void)cudaFree(dev); }
   Mat(const Mat&) = delete;
   double at(std::size_t i) const { return to_double(type, host.data() + i * elem_size(type)); }
-  /// Fills the device copy with NaN bytes so that an output nobody wrote cannot pass.
-  void poison() { (void)cudaMemset(dev, 0xFF, host.size()); }
+  /// Fills the device copy with NaN bytes so that an output nobody wrote cannot pass. Complete before
+  /// it returns: the GEMMs run on non-blocking streams, which the legacy stream's memset does not order.
+  void poison() {
+    (void)cudaMemset(dev, 0xFF, host.size());
+    (void)cudaDeviceSynchronize();
+  }
   std::vector<unsigned char> download() const {
     std::vector<unsigned char> out(host.size());
     (void)cudaMemcpy(out.data(), dev, out.size(), cudaMemcpyDeviceToHost);
@@ -211,12 +215,13 @@ void gemm_ex_checked(Handle& hd, const Shape& s, cudaDataType in, cudaDataType o
   const Counts after = counts();
   EXPECT_EQ(after.total(), before.total() + 1) << "the call did not reach the interposer";
   EXPECT_EQ(after.failed(), before.failed());
-  if (served) *served = after.served() > before.served();
+  const bool was_served = after.served() > before.served();
+  if (served) *served = was_served;
   const std::vector<unsigned char> got = c.download();
   expect_close(s, out, got, reference(s, a, b, c, 1.0, 0.0), "cublasGemmEx");
   if (result) *result = got;
   // The same call on the real cuBLAS: a forwarded call must be bitwise identical to it.
-  if (!(served && *served)) {
+  if (!was_served) {
     GemmExFn real = real_gemm_ex();
     ASSERT_NE(real, nullptr);
     c.poison();

@@ -143,5 +143,40 @@ TEST(Cli, ASecondDemoRunSaysItReusedTheStoredResult) {
   EXPECT_NE(second.out.find("already stored"), std::string::npos) << second.out;
 }
 
+// `tunable run` on programs that make no GEMM (no GPU needed): the preload and the mode's
+// environment reach the program, its exit status comes back, and the preload leaves it alone.
+TEST(Cli, RunSetsUpThePreloadAndTheModeAndPassesTheExitStatusOn) {
+  test::TempDir dir;
+  const std::string show_env =
+      "-- sh -c 'echo \"preload=$LD_PRELOAD enabled=$TUNABLE_ENABLED tuning=$TUNABLE_TUNING "
+      "record=$TUNABLE_RECORD_UNTUNED file=$TUNABLE_FILENAME\"'";
+  CliRun r = run_cli("run --record --file " + dir.file("r.csv") + " " + show_env);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("libtunable_preload.so"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("enabled=1 tuning=0 record=1 file=" + dir.file("r.csv")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the interposer saw no cuBLAS GEMM call"), std::string::npos) << r.out;
+  CliRun t = run_cli("run --tune " + show_env);
+  EXPECT_NE(t.out.find("enabled=1 tuning=1 record= "), std::string::npos) << t.out;
+  CliRun u = run_cli("run " + show_env);  // --use is the default
+  EXPECT_NE(u.out.find("enabled=1 tuning=0 record= "), std::string::npos) << u.out;
+  // An LD_PRELOAD the user already had is kept, after ours.
+  CliRun keep = run_cli("run " + show_env, "LD_PRELOAD=libc.so.6");
+  EXPECT_NE(keep.out.find("libtunable_preload.so:libc.so.6"), std::string::npos) << keep.out;
+
+  EXPECT_EQ(run_cli("run -- sh -c 'exit 7'").code, 7);
+  CliRun missing = run_cli("run -- /nonexistent/program");
+  EXPECT_EQ(missing.code, 127) << missing.out;
+  EXPECT_NE(missing.out.find("cannot run /nonexistent/program"), std::string::npos) << missing.out;
+  CliRun both = run_cli("run --use --tune -- true");
+  EXPECT_NE(both.code, 0) << both.out;
+  CliRun none = run_cli("run");
+  EXPECT_NE(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("command"), std::string::npos) << none.out;
+  // A report file given by the user receives the report instead of the terminal.
+  CliRun rep = run_cli("run --report " + dir.file("report.txt") + " -- true");
+  EXPECT_EQ(rep.code, 0) << rep.out;
+  EXPECT_EQ(rep.out.find("interposer"), std::string::npos) << rep.out;
+}
+
 }  // namespace
 }  // namespace tunable
