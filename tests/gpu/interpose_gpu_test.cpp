@@ -118,11 +118,16 @@ struct Mat {
   Mat(cudaDataType t, std::size_t n, std::mt19937& rng) : type(t), elems(n), host(n * elem_size(t)) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     for (std::size_t i = 0; i < n; ++i) from_double(t, host.data() + i * elem_size(t), u(rng));
-    if (cudaMalloc(&dev, host.size()) == cudaSuccess)
-      (void)cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
+    if (cudaMalloc(&dev, host.size()) == cudaSuccess) upload();
   }
   ~Mat() { (void)cudaFree(dev); }
   Mat(const Mat&) = delete;
+  /// The host values to the device, complete before it returns: a copy from pageable memory may
+  /// still be in flight when cudaMemcpy returns, and the GEMMs run on non-blocking streams.
+  void upload() {
+    (void)cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
+    (void)cudaDeviceSynchronize();
+  }
   double at(std::size_t i) const { return to_double(type, host.data() + i * elem_size(type)); }
   /// Fills the device copy with NaN bytes so that an output nobody wrote cannot pass. Complete before
   /// it returns: the GEMMs run on non-blocking streams, which the legacy stream's memset does not order.
@@ -280,6 +285,7 @@ TEST(Interpose, CallsWeDoNotServeGoToCublasUnchanged) {
   CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&scalars), 8));
   const float host_scalars[2] = {1.0f, 0.0f};
   CUDA_OK(cudaMemcpy(scalars, host_scalars, 8, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());  // the copy may still be in flight; the GEMM runs on another stream
   CUBLAS_OK(cublasSetPointerMode(hd.h, CUBLAS_POINTER_MODE_DEVICE));
   c.poison();
   const Counts mid = counts();
@@ -312,7 +318,7 @@ TEST(Interpose, EveryEntryPointComputesItsGemm) {
         b(t, static_cast<std::size_t>(rows_b(sh)) * cols_b(sh) * sh.batch, rng),
         c(t, static_cast<std::size_t>(sh.m) * sh.n * sh.batch, rng);
     for (int rep = 0; rep < 2; ++rep) {  // the first call tunes, the second is served or forwarded
-      CUDA_OK(cudaMemcpy(c.dev, c.host.data(), c.host.size(), cudaMemcpyHostToDevice));
+      c.upload();
       const Counts before = counts();
       CUBLAS_OK(call(a, b, c));
       CUDA_OK(cudaStreamSynchronize(hd.s));
