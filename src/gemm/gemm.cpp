@@ -28,6 +28,7 @@ Status gemm_op(Context& ctx, const GemmDesc& d, TunableOp<GemmArgs>** op) {
   hooks.op_signature = sig;
   hooks.key = gemm_key;
   hooks.params_signature = [](const GemmArgs& a) { return params_signature(a.desc); };
+  hooks.neighbours = gemm_neighbours;
   if (c.device().kind == DeviceKind::kCpu) {
     TUNABLE_RETURN_IF_ERROR(cpu_supports(d));
     hooks.default_solution = cpu_default_solution();

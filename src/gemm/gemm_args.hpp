@@ -1,6 +1,9 @@
 // The argument bundle every GEMM solution takes, and small shape helpers.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "tunable/gemm.hpp"
 #include "tune/tunable_op.hpp"
 
@@ -24,6 +27,14 @@ inline std::int64_t span(std::int64_t ld, std::int64_t rows, std::int64_t cols) 
 
 /// Key of the per-op cache: every field that distinguishes problems of one op signature.
 ProblemKey gemm_key(const GemmArgs& a);
+
+/// The GEMM rule for problems that were never tuned (OpHooks::neighbours): the same problem at
+/// other token counts n (every other field equal; B's leading dimension may follow n where B is
+/// stored tight), nearest on a log2 scale, the larger n first on a tie, at most four. Prefill
+/// sends token counts that were never tuned; a kernel tuned for a nearby n is usually close to
+/// that problem's best, and the call still falls back to Default where the kernel cannot take it.
+/// Strided-batched problems borrow nothing (their strides follow n).
+std::vector<std::string> gemm_neighbours(const GemmArgs& a, const std::vector<std::string>& stored);
 
 /// Default per-dtype numerics tolerances (atol in units of rms(ref), rtol).
 Tolerance gemm_tolerance(const GemmDesc& d);

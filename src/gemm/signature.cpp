@@ -1,7 +1,9 @@
 // GEMM validation and TunableOp-style signatures (built and parsed in one place).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <regex>
@@ -282,6 +284,29 @@ Tolerance gemm_tolerance(const GemmDesc& d) {
     case DataType::kF8E5M2: return {3e-2, 3e-2};
   }
   return {1e-5, 1e-5};
+}
+
+std::vector<std::string> gemm_neighbours(const GemmArgs& a, const std::vector<std::string>& stored) {
+  const GemmDesc& d = a.desc;
+  if (d.op == GemmOp::kGemmStridedBatched) return {};
+  const std::string op = op_signature(d);
+  const auto b_tight = [](const GemmDesc& g) { return g.ldb == b_rows(g); };
+  std::vector<std::pair<double, std::string>> near;
+  for (const std::string& ps : stored) {
+    GemmDesc s;
+    if (!parse_gemm_signature(op, ps, &s).is_ok() || s.n == d.n) continue;
+    if (s.op != d.op || s.m != d.m || s.k != d.k || s.lda != d.lda || s.ldc != d.ldc || s.epilogue != d.epilogue ||
+        !(s.ldb == d.ldb || (b_tight(s) && b_tight(d))))
+      continue;
+    // log2 distance; a hair less for the larger n, so that it wins a tie
+    const double dist = std::fabs(std::log2(static_cast<double>(s.n)) - std::log2(static_cast<double>(d.n))) -
+                        (s.n > d.n ? 1e-9 : 0.0);
+    near.emplace_back(dist, ps);
+  }
+  std::sort(near.begin(), near.end());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < near.size() && i < 4; ++i) out.push_back(near[i].second);
+  return out;
 }
 
 }  // namespace tunable

@@ -45,6 +45,12 @@ struct OpHooks {
   std::function<std::string(const Args&)> params_signature;
   /// Builds the tuning inputs (fresh random data, rotated copies) for a problem.
   std::function<Status(const Args&, const Options&, std::unique_ptr<Workload<Args>>*)> make_workload;
+  /// For a problem with no stored result while tuning is off: which of this op's stored params
+  /// signatures (`stored`) may lend their result, best first. The first whose solution takes the
+  /// call serves it (a Default there means Default); the miss is still recorded for offline
+  /// tuning. Unset: no problem borrows another's result. (GEMM: the same problem at other token
+  /// counts, gemm_neighbours in gemm/signature.)
+  std::function<std::vector<std::string>(const Args&, const std::vector<std::string>& stored)> neighbours;
   /// True while `stream` is being captured into a CUDA graph (nothing may tune then).
   std::function<bool(Stream)> capturing = [](Stream) { return false; };
   /// Workspace for dispatching a solution on `stream`; ok with nullptr when bytes == 0.
@@ -260,9 +266,9 @@ class TunableOp final : public TunableOpBase {
         chosen.sol = h_.default_solution;
       }
     } else {
-      ctx_.log().log(2, "{}({}) missing, tuning off: Default", h_.op_signature, ps);
       ctx_.record_untuned(h_.op_signature, ps);
       chosen.sol = h_.default_solution;
+      if (!borrow(args, ps, &chosen)) ctx_.log().log(2, "{}({}) missing, tuning off: Default", h_.op_signature, ps);
     }
     {
       std::unique_lock<std::shared_mutex> lock(cache_mu_);
@@ -272,6 +278,25 @@ class TunableOp final : public TunableOpBase {
     // The explicit tune API reports a result it could not write; a call that dispatches has its
     // output to compute, and the failed write was logged as a warning.
     return force_tune ? persisted.status : Status::ok();
+  }
+
+  /// A neighbour's stored result for a miss (OpHooks::neighbours): true when one decided the choice.
+  bool borrow(const Args& args, const std::string& ps, Choice* chosen) {
+    if (!h_.neighbours) return false;
+    std::vector<std::string> stored;
+    for (const ResultRecord& r : ctx_.results())
+      if (r.op_signature == h_.op_signature && r.params_signature != ps) stored.push_back(r.params_signature);
+    if (stored.empty()) return false;
+    for (const std::string& n : h_.neighbours(args, stored)) {
+      const auto rec = ctx_.find(h_.op_signature, n);
+      if (!rec) continue;
+      SolutionPtr<Args> s = rebuild(rec->solution, args);
+      if (!s || (s != h_.default_solution && !s->can_implement(args).is_ok())) continue;
+      ctx_.log().log(1, "{}({}) missing, tuning off: {} as tuned for {}", h_.op_signature, ps, s->name(), n);
+      *chosen = Choice{s, s != h_.default_solution};
+      return true;
+    }
+    return false;
   }
 
   /// The results file's answer to a new result. (A wrapper: nvcc warns on assigning a [[nodiscard]]
