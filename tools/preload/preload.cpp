@@ -94,22 +94,33 @@ tunable_preload_gemm_fn library() {
   return fn.load(std::memory_order_acquire);
 }
 
-// The workspace the program set on each handle (PyTorch sets one before every GEMM): the last one
-// per thread answers without a lock; the table answers for handles used across threads.
+// The workspace the program set on each handle (PyTorch sets one before every GEMM). cuBLAS drops a
+// handle's workspace when its stream changes, and a destroyed handle's address may come back for
+// another: both drop the record here too, so a served call never writes into a workspace that is
+// gone or belongs to another stream (without a record, libtunable uses its own). The last record per
+// thread answers without a lock while no handle was destroyed or re-streamed since (a global serial).
 struct Workspace {
   void* handle = nullptr;
   void* ptr = nullptr;
   size_t bytes = 0;
+  unsigned long serial = 0;
 };
 __attribute__((tls_model("initial-exec"))) thread_local Workspace t_last_ws;
+std::atomic<unsigned long> g_ws_serial{1};
 std::mutex g_ws_mu;
 std::unordered_map<void*, Workspace>* g_ws = new std::unordered_map<void*, Workspace>();  // never freed: used at exit
 
 Workspace workspace_of(void* handle) {
-  if (t_last_ws.handle == handle) return t_last_ws;
+  if (t_last_ws.handle == handle && t_last_ws.serial == g_ws_serial.load(std::memory_order_acquire)) return t_last_ws;
   std::lock_guard<std::mutex> lock(g_ws_mu);
   auto it = g_ws->find(handle);
   return it == g_ws->end() ? Workspace{} : it->second;
+}
+
+void forget_workspace(void* handle) {
+  std::lock_guard<std::mutex> lock(g_ws_mu);
+  g_ws->erase(handle);
+  g_ws_serial.fetch_add(1, std::memory_order_acq_rel);  // every thread's last record is checked again
 }
 
 // 1 when libtunable ran the call.
@@ -151,11 +162,26 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   const cublasStatus_t s = fn(handle, workspace, bytes);
   if (s == CUBLAS_STATUS_SUCCESS && t_depth == 0) {
-    t_last_ws = Workspace{handle, workspace, bytes};
     std::lock_guard<std::mutex> lock(g_ws_mu);
-    (*g_ws)[handle] = t_last_ws;
+    const Workspace w{handle, workspace, bytes, g_ws_serial.load(std::memory_order_acquire)};
+    (*g_ws)[handle] = w;
+    t_last_ws = w;
   }
   return s;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
+  static const auto fn = real<decltype(&cublasSetStream_v2)>("cublasSetStream_v2");
+  if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (t_depth == 0) forget_workspace(handle);  // cuBLAS resets the handle's workspace on a new stream
+  return fn(handle, stream);
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  static const auto fn = real<decltype(&cublasDestroy_v2)>("cublasDestroy_v2");
+  if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (t_depth == 0) forget_workspace(handle);
+  return fn(handle);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
