@@ -198,21 +198,28 @@ for step in "$@"; do
         | tee "$OUT/bench_verify.log" | tail -12
       check "bench-verify" "${PIPESTATUS[0]}" ;;
     sweep)
-      # Untuned token counts (the nearest-bucket rule) on the suite's bf16 shapes: the committed H100
-      # results at n = 1, 8, 16, 32, 64, plus 128, 512 and 2048 tuned here; then every n in 1..64
-      # and a sweep to 2048 against Default (SWEEP_MS, SWEEP_DTYPES, SWEEP_FILTER override).
+      # Untuned token counts (the nearest-bucket rule) on the suite's bf16 shapes, against the tuned
+      # buckets n = 1, 8, 16, 32, 64, 128, 512, 2048 of bench/results/dynamic-shapes/buckets.csv
+      # (an H100's; SWEEP_TUNE=1 tunes them here instead: the committed H100 results at 1..64 plus
+      # 128, 512 and 2048); then every n in 1..64 and a sweep to 2048 against Default (SWEEP_MS,
+      # SWEEP_DTYPES, SWEEP_FILTER override).
       mkdir -p "$OUT/sweep"
-      { cat bench/results/gemm-decode/tuned_m1_8_16.csv
-        grep -v '^Validator' bench/results/gemm-decode/tuned_m32_64.csv; } > "$OUT/sweep/buckets0.csv"
-      env "${BENCH_ENV[@]}" $B/bench/tunable_bench tune --file "$OUT/sweep/buckets.csv" --out "$OUT/sweep" \
-        --ms 128,512,2048 --dtypes "${SWEEP_DTYPES:-bf16}" ${SWEEP_FILTER:+--filter $SWEEP_FILTER} \
-        > "$OUT/sweep_tune.log" 2>&1
-      check "sweep: tune buckets" "$?"; grep "tuning time" "$OUT/sweep_tune.log"
+      if [ "${SWEEP_TUNE:-0}" = 1 ]; then
+        { cat bench/results/gemm-decode/tuned_m1_8_16.csv
+          grep -v '^Validator' bench/results/gemm-decode/tuned_m32_64.csv; } > "$OUT/sweep/buckets0.csv"
+        env "${BENCH_ENV[@]}" $B/bench/tunable_bench tune --file "$OUT/sweep/buckets.csv" --out "$OUT/sweep" \
+          --ms 128,512,2048 --dtypes "${SWEEP_DTYPES:-bf16}" ${SWEEP_FILTER:+--filter $SWEEP_FILTER} \
+          > "$OUT/sweep_tune.log" 2>&1
+        check "sweep: tune buckets" "$?"; grep "tuning time" "$OUT/sweep_tune.log"
+      else
+        cp bench/results/dynamic-shapes/buckets.csv "$OUT/sweep/buckets0.csv"
+      fi
       ms_default="$(seq -s, 1 64),80,96,100,112,160,192,200,256,300,384,448,500,640,768,1000,1024,1280,1536,1792,2000,128,512,2048"
       env "${BENCH_ENV[@]}" $B/bench/tunable_bench sweep --file "$OUT/sweep/buckets.csv" --out "$OUT" \
         --ms "${SWEEP_MS:-$ms_default}" --dtypes "${SWEEP_DTYPES:-bf16}" ${SWEEP_FILTER:+--filter $SWEEP_FILTER} \
         > "$OUT/sweep.log" 2>&1
-      check "sweep" "$?"; grep -E "SLOWER" "$OUT/sweep.log" | head -20; tail -8 "$OUT/sweep.log" ;;
+      check "sweep" "$?"; grep -E "SLOWER" "$OUT/sweep.log" | head -20; tail -8 "$OUT/sweep.log"
+      rm -f "$OUT/sweep/buckets0.csv.lock" ;;
     torch)
       python3 bench/baselines/torch_gemm.py "$OUT/torch_linear.json" bf16 fp16 > "$OUT/torch_gemm.log" 2>&1
       rc=$?
