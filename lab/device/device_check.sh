@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose example2 ex2-record
+#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose python example2 ex2-record
 #                                   multi-gpu sanitize demo bench-tune bench-verify sweep torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
@@ -117,9 +117,22 @@ for step in "$@"; do
       # HF generate plain vs ours (bench/example2/run.sh): EX2_CASES lists MODEL:BATCH[:--no-compile].
       for c in ${EX2_CASES:-gemma-2b:1}; do
         IFS=: read -r model batch extra <<< "$c"
-        B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
+        PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
         check "example2: $c" "${PIPESTATUS[0]}"
       done ;;
+    python)
+      # The Python package as pip installs it (the wheel built here, carried in .devcarry), then its
+      # GPU tests (tests/torch/test_python_package.py) and its CPU tests with this build.
+      whl=$(ls .devcarry/tunable-*.whl 2>/dev/null | head -1)
+      if [ -z "$whl" ]; then check "python: no wheel in .devcarry" 1; continue; fi
+      python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/tunable_site "$whl"
+      check "python: pip install" "$?"
+      PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" TUNABLE_TEST_PRELOAD="$PWD/$B/libtunable_preload.so" \
+        python3 tests/torch/test_python_package.py "$OUT/python_package.json" > "$OUT/python_package.log" 2>&1
+      check "python: GPU tests" "$?"
+      grep -E "^(ok|FAIL) |host us|max \|logits|cases" "$OUT/python_package.log"
+      TUNABLE_TEST_BUILD="$PWD/$B" python3 -m unittest discover -s python/tests > "$OUT/python_cpu.log" 2>&1
+      check "python: CPU tests" "$?"; tail -3 "$OUT/python_cpu.log" ;;
     ex2-record)
       # The GEMM misses of a real 8B run, recorded for offline tuning (the multi-gpu step's input):
       # Llama-3-8B (random weights) in eager generate, batch 1 and 8 at a 128-token prompt and batch

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -315,6 +316,24 @@ int run_tune(const TuneArgs& a) {
 }
 
 int run_show(const ShowArgs& a) {
+  // An interposer report (`tunable run --report FILE`, TUNABLE_PRELOAD_REPORT): what a run served and
+  // why the rest went to cuBLAS, one block per process.
+  {
+    std::ifstream f(a.file);
+    std::string first;
+    if (f && std::getline(f, first) && first.rfind("tunable interposer: served ", 0) == 0) {
+      std::uint64_t served = 0, total = 0, runs = 0;
+      std::string line = first;
+      do {
+        unsigned long long s = 0, t = 0;
+        if (std::sscanf(line.c_str(), "tunable interposer: served %llu of %llu", &s, &t) == 2)
+          served += s, total += t, ++runs;
+        fmt::print("{}\n", line);
+      } while (std::getline(f, line));
+      fmt::print("{}: {} process(es), {} of {} GEMM calls served by tuned solutions\n", a.file, runs, served, total);
+      return 0;
+    }
+  }
   ResultsFileContents p;
   throw_if_error(read_results_file(a.file, &p));
   fmt::print("{}: {} validators, {} results\n", a.file, p.validators.size(), p.records.size());

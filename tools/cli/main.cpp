@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   tune->add_option("--verbose", ta.verbose, "tuning log level 0-3")->check(CLI::Range(0, 3))->capture_default_str();
 
   ShowArgs sa;
-  auto* show = app.add_subcommand("show", "Print a results file (ours or PyTorch TunableOp's)");
+  auto* show = app.add_subcommand("show", "Print a results file (ours or PyTorch TunableOp's) or an interposer "
+                                         "report (tunable run --report)");
   show->add_option("file", sa.file, "results file")->required();
 
   TuneFileArgs tf;
