@@ -244,6 +244,16 @@ def _act_fp8(x, scale, activation="silu"):
     return _act_impl(x, activation, scale)
 
 
+def _refuse_cpu(name):
+    def refuse(x, *args, **kwargs):
+        raise ValueError(f"tunable.{name}: x is on {x.device}; the ops run on CUDA tensors")
+    return refuse
+
+
+for _name in ("rms_norm", "fused_add_rms_norm", "act_and_mul", "rms_norm_fp8", "fused_add_rms_norm_fp8",
+              "act_and_mul_fp8"):
+    LIB.impl(_name, _refuse_cpu(_name), "CPU")  # a clear error, not the dispatcher's "no kernel for CPU"
+
 LIB.impl("rms_norm", _rms_norm, "CUDA")
 LIB.impl("fused_add_rms_norm", _fused_add, "CUDA")
 LIB.impl("act_and_mul", _act, "CUDA")
