@@ -519,6 +519,93 @@ int run_verify(const std::vector<Problem>& probs, const std::string& file, const
   return 0;
 }
 
+
+// Untuned token counts (the nearest-bucket rule): for each shape, every n in `ns` through a
+// context that only loads the results file (tuning off), against Default, as a pair per problem
+// (time_paired, 3 rounds). Problems whose n is in the file are the tuned reference; the others
+// borrow a neighbour's result or run Default. Operands are allocated once per shape for the largest
+// n (weights rotated past the L2 as in verify), so a sweep of a thousand problems stays cheap.
+int run_sweep(const std::vector<Shape>& shapes, const std::vector<std::int64_t>& ns,
+              const std::vector<std::string>& dtypes, const std::string& filter, const std::string& file,
+              const std::string& out) {
+  cudaStream_t s;
+  ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  Options o = base_options(file);
+  o.tuning = false;
+  Context tuned(Device::cuda(0), o);
+  ok(tuned.load_results(), "results file");
+  Options po = o;
+  po.enabled = false;
+  Context plain(Device::cuda(0), po);
+  DeviceInfo prop;
+  ok(device_info(0, &prop), "device");
+  std::map<std::string, bool> in_file;
+  for (const auto& r : tuned.results()) in_file[r.op_signature + "|" + r.params_signature] = true;
+  const std::int64_t n_max = *std::max_element(ns.begin(), ns.end());
+
+  json rows = json::array();
+  int regressions = 0;
+  std::map<std::string, std::vector<double>> sp;  // "tuned n<=64", "borrowed n<=64", ...
+  for (const auto& dn : dtypes) {
+    auto dt = parse_data_type(dn);
+    if (!dt || *dt == DataType::kF8E4M3) die("sweep takes bf16, fp16 or fp32, not " + dn);
+    for (const auto& sh : shapes) {
+      if (!filter.empty() && (sh.model + "_" + sh.layer).find(filter) == std::string::npos) continue;
+      const GemmDesc big = Problem{sh, n_max, *dt}.desc();
+      Operands ops(big, prop.l2_bytes);  // B and C sized for n_max; smaller n use their prefix
+      const std::size_t nc = ops.ops.size();
+      for (std::int64_t n : ns) {
+        const GemmDesc d = Problem{sh, n, *dt}.desc();
+        const bool exact = in_file.count(op_signature(d) + "|" + params_signature(d)) > 0;
+        bool served = false;
+        ok(gemm_if_tuned(tuned, d, ops.ops[0], reinterpret_cast<Stream>(s), nullptr, 0, &served), "probe");
+        if (!served) ok(gemm(tuned, d, ops.ops[0], reinterpret_cast<Stream>(s)), "probe default");
+        auto via = [&](Context& c) {
+          return [&, cptr = &c](int i) { return gemm(*cptr, d, ops.ops[i % nc], reinterpret_cast<Stream>(s)); };
+        };
+        std::vector<double> td, tt;
+        for (int r = 0; r < 3; ++r) {
+          const bool flip = r % 2;
+          auto [p0, p1] = time_paired(s, flip ? via(tuned) : via(plain), flip ? via(plain) : via(tuned), 10);
+          td.push_back(flip ? p1.median_us : p0.median_us);
+          tt.push_back(flip ? p0.median_us : p1.median_us);
+        }
+        const double t_def = median_of(td), t_ours = median_of(tt), spd = t_def / t_ours;
+        const bool regress = spd < 1 / 1.02;
+        regressions += regress;
+        const std::string kind = exact ? "tuned" : served ? "borrowed" : "default";
+        sp[fmt::format("{} {}", kind, n <= 64 ? "n<=64" : "n>64")].push_back(spd);
+        rows.push_back({{"shape", sh.model + "_" + sh.layer}, {"dtype", dn}, {"n", n}, {"N", sh.n}, {"K", sh.k},
+                        {"kind", kind}, {"default_us", t_def}, {"ours_us", t_ours}, {"speedup", spd}});
+        fmt::print("{:<28} {} n={:<5} {:<8} def {:9.2f} ours {:9.2f} us {:.3f}x{}\n", sh.model + "_" + sh.layer, dn,
+                   n, kind, t_def, t_ours, spd, regress ? "  SLOWER" : "");
+        std::fflush(stdout);
+      }
+    }
+  }
+  json summary;
+  for (auto& [k, v] : sp)
+    if (!v.empty()) summary[k] = {{"geomean", geomean(v)}, {"min", *std::min_element(v.begin(), v.end())},
+                                  {"count", v.size()}};
+  json j = {{"device", prop.name}, {"driver", prop.driver_version}, {"rows", rows}, {"summary", summary},
+            {"regressions_over_2pct", regressions}};
+  std::ofstream(out + "/gemm_sweep.json") << j.dump(1);
+  std::ofstream md(out + "/gemm_sweep.md");
+  md << fmt::format("Device {}, driver {}. Untuned token counts against Default (paired, median of 3 rounds).\n\n",
+                    prop.name, prop.driver_version);
+  md << "| set | problems | geomean ours/Default | worst |\n|---|---|---|---|\n";
+  for (auto& [k, v] : summary.items())
+    md << fmt::format("| {} | {} | {:.3f} | {:.3f} |\n", k, v["count"].get<int>(), v["geomean"].get<double>(),
+                      v["min"].get<double>());
+  md << fmt::format("\nSlower than Default by more than 2 %: {} of {}\n", regressions, rows.size());
+  for (auto& [k, v] : summary.items())
+    fmt::print("{:<16} {:4} problems geomean {:.3f}x worst {:.3f}x\n", k, v["count"].get<int>(),
+               v["geomean"].get<double>(), v["min"].get<double>());
+  fmt::print("slower than Default by more than 2%: {} of {}\n", regressions, rows.size());
+  cudaStreamDestroy(s);
+  return 0;
+}
+
 }  // namespace
 }  // namespace tunable::bench
 
@@ -530,7 +617,8 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> ms = {1, 8, 16, 32, 64, 128, 512, 2048};
   std::vector<std::string> dtypes = {"bf16", "fp16", "fp8e4m3"};
   bool graphs = true;
-  app.add_option("mode", mode, "tune or verify")->check(CLI::IsMember({"tune", "verify"}));
+  app.add_option("mode", mode, "tune, verify, or sweep (untuned token counts against Default)")
+      ->check(CLI::IsMember({"tune", "verify", "sweep"}));
   app.add_option("--shapes", shapes_path, "CSV model,layer,N,K")->capture_default_str();
   app.add_option("--file", file, "results file (ordinal inserted)")->capture_default_str();
   app.add_option("--out", out, "directory for JSON/CSV/markdown/SVG")->capture_default_str();
@@ -540,6 +628,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-graphs", graphs, "skip the CUDA-graph timings");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (mode == "sweep") return run_sweep(read_shapes(shapes_path), ms, dtypes, filter, file, out);
     const auto probs = suite(read_shapes(shapes_path), ms, dtypes, filter);
     return mode == "tune" ? run_tune(probs, file, out) : run_verify(probs, file, out, graphs);
   } catch (const tunable::Error& e) {

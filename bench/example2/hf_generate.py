@@ -4,7 +4,7 @@ random weights with a real model's exact configuration (built from transformers'
 nothing is downloaded).
 
     python bench/example2/hf_generate.py OUT.json --model gemma-2b [--batch 1] [--new-tokens 256]
-                                          [--no-compile] [--profile]
+                                          [--no-compile] [--profile] [--patch]
 
 Run it plain, under `tunable run --use` (after `--record` and `tunable tune-file`), or with
 PYTORCH_TUNABLEOP_ENABLED=1: bench/example2/run.sh does all of them in one call. Reports prefill and
@@ -58,6 +58,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-compile", action="store_true", help="generate(disable_compile=True)")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--patch", action="store_true", help="tunable.hf.patch(model): fused add + norm, act-and-mul")
     args = ap.parse_args()
 
     torch.manual_seed(0)  # the same random weights and prompt in every process
@@ -67,6 +68,9 @@ def main():
         model = transformers.AutoModelForCausalLM.from_config(cfg)
         torch.set_default_dtype(torch.float32)
     model.eval()
+    if args.patch:
+        import tunable
+        tunable.hf.patch(model)
     plen = (args.prompt_len + 7) // 8 * 8
     ids = torch.randint(3, cfg.vocab_size, (args.batch, plen), device="cuda")
     mask = torch.ones_like(ids)
@@ -101,7 +105,7 @@ def main():
     res = dict(model=args.model, batch=args.batch, prompt_len=plen, new_tokens=args.new_tokens,
                compile=not args.no_compile, device=torch.cuda.get_device_name(), torch=torch.__version__,
                transformers=transformers.__version__, preload=os.environ.get("LD_PRELOAD", ""),
-               tunableop=os.environ.get("PYTORCH_TUNABLEOP_ENABLED", "0"), warmup_s=warm_s,
+               tunableop=os.environ.get("PYTORCH_TUNABLEOP_ENABLED", "0"), patched=args.patch, warmup_s=warm_s,
                prefill_s=t1, prefill_tok_s=args.batch * plen / t1, decode_ms_per_step=decode_s * 1e3,
                decode_tok_s=args.batch / decode_s, runs_prefill=prefill, runs_full=full, first_ids=first_ids,
                logits0_top=torch.topk(logits0, 5).indices.tolist())
@@ -121,7 +125,7 @@ def main():
         res["profile_us_per_step"] = {k: v / steps for k, v in sorted(by_kind.items())}
         res["profile_wall_ms_per_step"] = decode_s * 1e3
     json.dump(res, open(args.out, "w"), indent=1)
-    print(f"{args.model} batch {args.batch} compile={not args.no_compile}: prefill {res['prefill_tok_s']:.0f} tok/s, "
+    print(f"{args.model} batch {args.batch} compile={not args.no_compile} patch={args.patch}: prefill {res['prefill_tok_s']:.0f} tok/s, "
           f"decode {res['decode_tok_s']:.1f} tok/s ({res['decode_ms_per_step']:.2f} ms/step), warmup {warm_s:.0f}s",
           flush=True)
     if "profile_us_per_step" in res:

@@ -33,4 +33,11 @@ Status read_results_file(const std::string& path, ResultsFileContents* out);
 Status read_untuned_file(const std::string& path, std::vector<std::pair<std::string, std::string>>* problems,
                          std::vector<FileDiagnostic>* diagnostics);
 
+/// Adds to `ctx`'s store and results file the records of `from` that it lacks (another process's
+/// results: `tunable tune-file --devices` merges the files of its GPUs this way). A problem `ctx`
+/// already holds keeps its solution. `from` must carry the validators `ctx` writes, every one equal
+/// (a result is only valid for the GPU, driver and library it was timed with); otherwise nothing is
+/// added and kInvalidArgument names the first that differs. `added` (optional) gets the count.
+Status import_results(Context& ctx, const ResultsFileContents& from, std::size_t* added = nullptr);
+
 }  // namespace tunable

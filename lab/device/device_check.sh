@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose example2 sanitize demo bench-tune bench-verify torch fused overhead
+#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose python example2 ex2-record
+#                                   multi-gpu sanitize demo bench-tune bench-verify sweep torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
 # DEV_BUILD (which carried build: build, or NAME from .devcarry/NAME.tar.xz), GTEST_FILTER_ALL,
@@ -116,9 +117,54 @@ for step in "$@"; do
       # HF generate plain vs ours (bench/example2/run.sh): EX2_CASES lists MODEL:BATCH[:--no-compile].
       for c in ${EX2_CASES:-gemma-2b:1}; do
         IFS=: read -r model batch extra <<< "$c"
-        B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
+        PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
         check "example2: $c" "${PIPESTATUS[0]}"
       done ;;
+    python)
+      # The Python package as pip installs it (the wheel built here, carried in .devcarry), then its
+      # GPU tests (tests/torch/test_python_package.py) and its CPU tests with this build.
+      whl=$(ls .devcarry/tunable-*.whl 2>/dev/null | head -1)
+      if [ -z "$whl" ]; then check "python: no wheel in .devcarry" 1; continue; fi
+      python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/tunable_site "$whl"
+      check "python: pip install" "$?"
+      PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" TUNABLE_TEST_PRELOAD="$PWD/$B/libtunable_preload.so" \
+        python3 tests/torch/test_python_package.py "$OUT/python_package.json" > "$OUT/python_package.log" 2>&1
+      check "python: GPU tests" "$?"
+      grep -E "^(ok|FAIL) |host us|max \|logits|cases" "$OUT/python_package.log"
+      TUNABLE_TEST_BUILD="$PWD/$B" python3 -m unittest discover -s python/tests > "$OUT/python_cpu.log" 2>&1
+      check "python: CPU tests" "$?"; tail -3 "$OUT/python_cpu.log" ;;
+    ex2-record)
+      # The GEMM misses of a real 8B run, recorded for offline tuning (the multi-gpu step's input):
+      # Llama-3-8B (random weights) in eager generate, batch 1 and 8 at a 128-token prompt and batch
+      # 1 at 512, 8 new tokens each, all into one untuned file.
+      rm -f "$OUT/llama-3-8b_untuned0.csv"
+      for c in "1 128" "8 128" "1 512"; do
+        read -r batch plen <<< "$c"
+        $B/tools/tunable run --record --file "$OUT/ex2rec.csv" --untuned "$OUT/llama-3-8b_untuned.csv" -- \
+          python3 bench/example2/hf_generate.py "$OUT/ex2rec_b${batch}_p${plen}.json" --model llama-3-8b \
+          --batch "$batch" --prompt-len "$plen" --new-tokens 8 --runs 1 --no-compile > "$OUT/ex2rec.log" 2>&1
+        check "ex2-record: b$batch p$plen" "$?"
+      done
+      wc -l "$OUT/llama-3-8b_untuned0.csv" ;;
+    multi-gpu)
+      # `tune-file --devices all` against one GPU on the same recorded file (MGPU_UNTUNED), each into
+      # fresh results files; the merged files are compared with the one-GPU run.
+      u="${MGPU_UNTUNED:-bench/results/multigpu/llama-3-8b_untuned.csv}"
+      mkdir -p "$OUT/mgpu_all" "$OUT/mgpu_one"
+      nvidia-smi -L | tee "$OUT/mgpu_gpus.txt"
+      for run in all one; do
+        args=(--devices all); [ "$run" = one ] && args=(--device cuda:0)
+        start=$(date +%s.%N)
+        TUNABLE_VERBOSE=0 $B/tools/tunable tune-file "$u" "${args[@]}" --file "$OUT/mgpu_$run/r.csv" \
+          > "$OUT/mgpu_$run.log" 2>&1
+        check "multi-gpu: $run" "$?"
+        end=$(date +%s.%N)
+        echo "$run: $(awk "BEGIN{print $end - $start}") s wall" | tee -a "$OUT/mgpu_wall.txt"
+        tail -4 "$OUT/mgpu_$run.log"
+      done
+      python3 bench/multigpu/compare_results.py "$OUT/mgpu_one/r0.csv" "$OUT"/mgpu_all/r[0-9]*.csv \
+        --json "$OUT/mgpu_compare.json" | tee "$OUT/mgpu_compare.txt"
+      check "multi-gpu: compare" "${PIPESTATUS[0]}" ;;
     sanitize)
       # SAN_TOOLS (memcheck racecheck), SAN_TARGETS (gemm ops skinny), per-target filters
       # SAN_FILTER (gemm), SAN_FILTER_OPS, SAN_FILTER_SKINNY; each run capped at SAN_TIMEOUT seconds.
@@ -164,6 +210,29 @@ for step in "$@"; do
       env "${BENCH_ENV[@]}" $B/bench/tunable_bench verify --file "$RES" --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
         | tee "$OUT/bench_verify.log" | tail -12
       check "bench-verify" "${PIPESTATUS[0]}" ;;
+    sweep)
+      # Untuned token counts (the nearest-bucket rule) on the suite's bf16 shapes, against the tuned
+      # buckets n = 1, 8, 16, 32, 64, 128, 512, 2048 of bench/results/dynamic-shapes/buckets.csv
+      # (an H100's; SWEEP_TUNE=1 tunes them here instead: the committed H100 results at 1..64 plus
+      # 128, 512 and 2048); then every n in 1..64 and a sweep to 2048 against Default (SWEEP_MS,
+      # SWEEP_DTYPES, SWEEP_FILTER override).
+      mkdir -p "$OUT/sweep"
+      if [ "${SWEEP_TUNE:-0}" = 1 ]; then
+        { cat bench/results/gemm-decode/tuned_m1_8_16.csv
+          grep -v '^Validator' bench/results/gemm-decode/tuned_m32_64.csv; } > "$OUT/sweep/buckets0.csv"
+        env "${BENCH_ENV[@]}" $B/bench/tunable_bench tune --file "$OUT/sweep/buckets.csv" --out "$OUT/sweep" \
+          --ms 128,512,2048 --dtypes "${SWEEP_DTYPES:-bf16}" ${SWEEP_FILTER:+--filter $SWEEP_FILTER} \
+          > "$OUT/sweep_tune.log" 2>&1
+        check "sweep: tune buckets" "$?"; grep "tuning time" "$OUT/sweep_tune.log"
+      else
+        cp bench/results/dynamic-shapes/buckets.csv "$OUT/sweep/buckets0.csv"
+      fi
+      ms_default="$(seq -s, 1 64),80,96,100,112,160,192,200,256,300,384,448,500,640,768,1000,1024,1280,1536,1792,2000,128,512,2048"
+      env "${BENCH_ENV[@]}" $B/bench/tunable_bench sweep --file "$OUT/sweep/buckets.csv" --out "$OUT" \
+        --ms "${SWEEP_MS:-$ms_default}" --dtypes "${SWEEP_DTYPES:-bf16}" ${SWEEP_FILTER:+--filter $SWEEP_FILTER} \
+        > "$OUT/sweep.log" 2>&1
+      check "sweep" "$?"; grep -E "SLOWER" "$OUT/sweep.log" | head -20; tail -8 "$OUT/sweep.log"
+      rm -f "$OUT/sweep/buckets0.csv.lock" ;;
     torch)
       python3 bench/baselines/torch_gemm.py "$OUT/torch_linear.json" bf16 fp16 > "$OUT/torch_gemm.log" 2>&1
       rc=$?

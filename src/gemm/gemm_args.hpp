@@ -28,13 +28,15 @@ inline std::int64_t span(std::int64_t ld, std::int64_t rows, std::int64_t cols) 
 /// Key of the per-op cache: every field that distinguishes problems of one op signature.
 ProblemKey gemm_key(const GemmArgs& a);
 
-/// The GEMM rule for problems that were never tuned (OpHooks::neighbours): the same problem at
-/// other token counts n (every other field equal; B's leading dimension may follow n where B is
-/// stored tight), nearest on a log2 scale, the larger n first on a tie, at most four. Prefill
-/// sends token counts that were never tuned; a kernel tuned for a nearby n is usually close to
-/// that problem's best, and the call still falls back to Default where the kernel cannot take it.
-/// Strided-batched problems borrow nothing (their strides follow n).
-std::vector<std::string> gemm_neighbours(const GemmArgs& a, const std::vector<std::string>& stored);
+/// The GEMM rule for problems that were never tuned (OpHooks::neighbours): the same problem (every
+/// other field equal; B's leading dimension may follow n where B is stored tight) tuned at a token
+/// count n' with n < n' <= 2n, the smallest first, whose solution is one of our kernels (not a
+/// cuBLAS(Lt) configuration, not Default). Only from above: a kernel tuned for n' tokens covers
+/// fewer with the tiles it was timed with; one tuned for fewer runs more than it was chosen for.
+/// At most 2n, and no cuBLASLt configuration: those are picked for one n (tile, split-k, cluster)
+/// and measured up to 2.5x slower than Default at other token counts. Strided-batched problems
+/// borrow nothing (their strides follow n). docs/tuning-runtime.md has the measurements.
+std::vector<std::string> gemm_neighbours(const GemmArgs& a, const std::vector<ResultRecord>& stored);
 
 /// Default per-dtype numerics tolerances (atol in units of rms(ref), rtol).
 Tolerance gemm_tolerance(const GemmDesc& d);

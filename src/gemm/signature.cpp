@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <regex>
@@ -286,26 +285,27 @@ Tolerance gemm_tolerance(const GemmDesc& d) {
   return {1e-5, 1e-5};
 }
 
-std::vector<std::string> gemm_neighbours(const GemmArgs& a, const std::vector<std::string>& stored) {
+std::vector<std::string> gemm_neighbours(const GemmArgs& a, const std::vector<ResultRecord>& stored) {
   const GemmDesc& d = a.desc;
   if (d.op == GemmOp::kGemmStridedBatched) return {};
   const std::string op = op_signature(d);
   const auto b_tight = [](const GemmDesc& g) { return g.ldb == b_rows(g); };
-  std::vector<std::pair<double, std::string>> near;
-  for (const std::string& ps : stored) {
+  std::vector<std::pair<std::int64_t, std::string>> above;
+  for (const ResultRecord& r : stored) {
+    // cuBLAS(Lt) configurations are picked for one n; Default lends nothing Default would not do.
+    const bool lends = r.solution != "Default" && r.solution.compare(0, 6, "cublas") != 0 &&
+                       r.solution.compare(0, 6, "cuBLAS") != 0;
+    const std::string& ps = r.params_signature;
     GemmDesc s;
-    if (!parse_gemm_signature(op, ps, &s).is_ok() || s.n == d.n) continue;
+    if (!lends || !parse_gemm_signature(op, ps, &s).is_ok() || s.n <= d.n || s.n > 2 * d.n) continue;
     if (s.op != d.op || s.m != d.m || s.k != d.k || s.lda != d.lda || s.ldc != d.ldc || s.epilogue != d.epilogue ||
         !(s.ldb == d.ldb || (b_tight(s) && b_tight(d))))
       continue;
-    // log2 distance; a hair less for the larger n, so that it wins a tie
-    const double dist = std::fabs(std::log2(static_cast<double>(s.n)) - std::log2(static_cast<double>(d.n))) -
-                        (s.n > d.n ? 1e-9 : 0.0);
-    near.emplace_back(dist, ps);
+    above.emplace_back(s.n, ps);
   }
-  std::sort(near.begin(), near.end());
+  std::sort(above.begin(), above.end());
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < near.size() && i < 4; ++i) out.push_back(near[i].second);
+  for (auto& a : above) out.push_back(std::move(a.second));
   return out;
 }
 

@@ -64,6 +64,24 @@ typedef int (*tunable_preload_gemm_fn)(const struct TunablePreloadGemm* call);
 typedef int (*tunable_preload_counts_fn)(uint64_t* out, int n);
 #define TUNABLE_PRELOAD_OUTCOMES 5
 
+/* GEMM modes, as `tunable run --use/--record/--tune` start them and tunable.enable() changes them. */
+enum TunableGemmMode {
+  TUNABLE_GEMM_OFF = 0,    /* every call goes to cuBLAS */
+  TUNABLE_GEMM_USE = 1,    /* stored results only */
+  TUNABLE_GEMM_RECORD = 2, /* stored results, and misses written to the untuned file */
+  TUNABLE_GEMM_TUNE = 3    /* a miss is tuned at its first call outside a capture */
+};
+/* Sets the mode and, when non-null, the results and untuned files; later calls get fresh contexts.
+ * 0 on success, else a StatusCode with the message in `error` (n bytes). */
+typedef int (*tunable_preload_configure_fn)(int mode, const char* results, const char* untuned, char* error,
+                                            size_t n);
+/* The current mode; the results file into `results` (n bytes) when non-null. */
+typedef int (*tunable_preload_mode_fn)(char* results, size_t n);
+/* In the shim (the process's global scope): the libtunable.so path it serves with, and a load
+ * of it now regardless of TUNABLE_ENABLED (1 on success). */
+typedef const char* (*tunable_preload_library_fn)(void);
+typedef int (*tunable_preload_attach_fn)(void);
+
 #ifdef __cplusplus
 }
 #endif

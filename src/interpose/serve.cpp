@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "interpose/cublas_map.hpp"
 #include "interpose/preload_abi.h"
@@ -56,6 +57,40 @@ class Interposer {
     }
   }
 
+  /// The GEMM mode (TUNABLE_GEMM_OFF/USE/RECORD/TUNE) and, when non-null, the results and untuned
+  /// files. Later calls get fresh contexts with these options: a context's choices for misses (Default
+  /// while tuning was off) must not outlive the mode that made them. The old contexts stay alive (a
+  /// call on another thread may be using one); a program switches a handful of times.
+  Status configure(int mode, const char* results, const char* untuned) {
+    if (mode < TUNABLE_GEMM_OFF || mode > TUNABLE_GEMM_TUNE)
+      return Status(StatusCode::kInvalidArgument, fmt::format("unknown GEMM mode {}", mode));
+    std::lock_guard<std::mutex> lock(create_mu_);
+    Options o = options_;
+    o.enabled = mode != TUNABLE_GEMM_OFF;
+    o.tuning = mode == TUNABLE_GEMM_TUNE;
+    o.record_untuned = mode == TUNABLE_GEMM_RECORD;
+    if (results) o.filename = results;
+    if (untuned) o.untuned_filename = untuned;
+    options_ = o;
+    mode_ = mode;
+    for (int d = 0; d < kMaxDevices; ++d) {
+      if (Context* c = contexts_[d].exchange(nullptr)) retired_.push_back(c);
+      broken_[d] = false;
+    }
+    active_ = o.enabled;
+    return Status::ok();
+  }
+
+  int mode() {
+    std::lock_guard<std::mutex> lock(create_mu_);
+    return mode_;
+  }
+
+  std::string results_file() {
+    std::lock_guard<std::mutex> lock(create_mu_);
+    return options_.filename;
+  }
+
   int serve(const TunablePreloadGemm& call) {
     if (!active_.load(std::memory_order_relaxed)) return 0;
     const int entry = call.entry >= 0 && call.entry < TUNABLE_ENTRY_COUNT ? call.entry : 0;
@@ -74,6 +109,11 @@ class Interposer {
       return;
     }
     active_ = options_.enabled;
+    verbose_ = options_.verbose;
+    mode_ = !options_.enabled ? TUNABLE_GEMM_OFF
+            : options_.tuning ? TUNABLE_GEMM_TUNE
+            : options_.record_untuned ? TUNABLE_GEMM_RECORD
+                                      : TUNABLE_GEMM_USE;
     if (const char* r = std::getenv("TUNABLE_PRELOAD_REPORT")) report_path_ = r;
     std::atexit([] { Interposer::get().report(); });
   }
@@ -175,7 +215,7 @@ class Interposer {
   }
 
   void note_unmapped(const std::string& why) {
-    if (options_.verbose < 1 && report_path_.empty()) return;
+    if (verbose_ < 1 && report_path_.empty()) return;
     std::lock_guard<std::mutex> lock(reasons_mu_);
     if (reasons_.size() < 64 || reasons_.count(why)) ++reasons_[why];
   }
@@ -196,7 +236,7 @@ class Interposer {
       for (const auto& [why, n] : reasons_) text += fmt::format("  not served ({} calls): {}\n", n, why);
     }
     const std::string head = fmt::format("tunable interposer: served {} of {} GEMM calls\n", served, total);
-    if (options_.verbose >= 1) std::fprintf(stderr, "%s%s", head.c_str(), text.c_str());
+    if (verbose_ >= 1) std::fprintf(stderr, "%s%s", head.c_str(), text.c_str());
     if (!report_path_.empty()) {
       if (std::FILE* f = std::fopen(report_path_.c_str(), "a")) {
         std::fprintf(f, "%s%s", head.c_str(), text.c_str());
@@ -207,7 +247,10 @@ class Interposer {
     }
   }
 
-  Options options_;
+  Options options_;  // guarded by create_mu_ once constructed
+  int mode_ = TUNABLE_GEMM_OFF;
+  int verbose_ = 0;
+  std::vector<Context*> retired_;  // contexts of earlier modes, never destroyed
   std::atomic<bool> active_{false};
   std::string report_path_;
   std::array<std::atomic<Context*>, kMaxDevices> contexts_{};
@@ -243,6 +286,30 @@ __attribute__((visibility("default"))) int tunable_preload_counts(uint64_t* out,
   const int k = n < tunable::kOutcomes ? n : tunable::kOutcomes;
   tunable::Interposer::get().totals(out, k);
   return k;
+}
+
+// The Python package's GEMM modes (tunable.enable()): see preload_abi.h. 0 on success, else the
+// StatusCode; `error` (n bytes) gets the message.
+__attribute__((visibility("default"))) int tunable_preload_configure(int mode, const char* results,
+                                                                     const char* untuned, char* error, size_t n) {
+  try {
+    const tunable::Status st = tunable::Interposer::get().configure(mode, results, untuned);
+    if (!st.is_ok() && error && n) std::snprintf(error, n, "%s", st.message().c_str());
+    return static_cast<int>(st.code());
+  } catch (const std::exception& e) {
+    if (error && n) std::snprintf(error, n, "%s", e.what());
+    return static_cast<int>(tunable::StatusCode::kInternal);
+  }
+}
+
+// The current mode and results file (n bytes of `results`, may be null).
+__attribute__((visibility("default"))) int tunable_preload_mode(char* results, size_t n) {
+  try {
+    if (results && n) std::snprintf(results, n, "%s", tunable::Interposer::get().results_file().c_str());
+    return tunable::Interposer::get().mode();
+  } catch (...) {
+    return -1;
+  }
 }
 
 }  // extern "C"

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
+#include "tune/context_impl.hpp"
 #include "tune/results_file.hpp"
 
 namespace tunable {
@@ -49,6 +52,30 @@ Status read_untuned_file(const std::string& path, std::vector<std::pair<std::str
     std::vector<ParseDiagnostic> d;
     *problems = parse_untuned(text, &d);
     *diagnostics = to_public(d);
+    return Status::ok();
+  });
+}
+
+Status import_results(Context& ctx, const ResultsFileContents& from, std::size_t* added) {
+  if (added) *added = 0;
+  return guarded("import_results", [&] {
+    for (const auto& [key, value] : ctx.validators()) {
+      const auto it = std::find_if(from.validators.begin(), from.validators.end(),
+                                   [&, k = key](const auto& v) { return v.first == k; });
+      if (it == from.validators.end())
+        return Status(StatusCode::kInvalidArgument, fmt::format("the results to import have no validator {}", key));
+      if (it->second != value)
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("the results to import were made with {} {}, this context has {}", key,
+                                  it->second, value));
+    }
+    ContextImpl& c = ctx.impl();
+    TUNABLE_RETURN_IF_ERROR(c.ensure_loaded());
+    for (const ResultRecord& r : from.records) {
+      if (c.find(r.op_signature, r.params_signature)) continue;
+      TUNABLE_RETURN_IF_ERROR(c.add_result(r));
+      if (added) ++*added;
+    }
     return Status::ok();
   });
 }

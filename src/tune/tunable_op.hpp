@@ -50,7 +50,7 @@ struct OpHooks {
   /// call serves it (a Default there means Default); the miss is still recorded for offline
   /// tuning. Unset: no problem borrows another's result. (GEMM: the same problem at other token
   /// counts, gemm_neighbours in gemm/signature.)
-  std::function<std::vector<std::string>(const Args&, const std::vector<std::string>& stored)> neighbours;
+  std::function<std::vector<std::string>(const Args&, const std::vector<ResultRecord>& stored)> neighbours;
   /// True while `stream` is being captured into a CUDA graph (nothing may tune then).
   std::function<bool(Stream)> capturing = [](Stream) { return false; };
   /// Workspace for dispatching a solution on `stream`; ok with nullptr when bytes == 0.
@@ -283,9 +283,9 @@ class TunableOp final : public TunableOpBase {
   /// A neighbour's stored result for a miss (OpHooks::neighbours): true when one decided the choice.
   bool borrow(const Args& args, const std::string& ps, Choice* chosen) {
     if (!h_.neighbours) return false;
-    std::vector<std::string> stored;
-    for (const ResultRecord& r : ctx_.results())
-      if (r.op_signature == h_.op_signature && r.params_signature != ps) stored.push_back(r.params_signature);
+    std::vector<ResultRecord> stored;
+    for (ResultRecord& r : ctx_.results())
+      if (r.op_signature == h_.op_signature && r.params_signature != ps) stored.push_back(std::move(r));
     if (stored.empty()) return false;
     for (const std::string& n : h_.neighbours(args, stored)) {
       const auto rec = ctx_.find(h_.op_signature, n);

@@ -123,6 +123,49 @@ TEST(PublicResultsApi, ReadsWhatTheLibraryWritesAndNamesMissingFiles) {
   EXPECT_TRUE(diags.empty());
 }
 
+// What `tune-file --devices` merges: another process's results join the store and the file; a
+// problem already held keeps its own solution; results made elsewhere (other validators) add nothing.
+TEST(PublicResultsApi, ImportAddsWhatIsMissingAndRefusesOtherValidators) {
+  test::TempDir dir;
+  Options o = cpu_options();
+  o.filename = dir.path() + "/r.csv";
+  Context ctx(Device::cpu(), o);
+  ASSERT_TRUE(ctx.load_results().is_ok());
+  const std::string held_ps = "nn_64_48_80_ld_64_80_64";
+  ResultsFileContents mine;
+  mine.validators = ctx.validators();
+  mine.records = {{"GemmTunableOp_float_NN", held_ps, "openblas_t2", 0.5}};
+  ASSERT_TRUE(import_results(ctx, mine).is_ok());
+
+  ResultsFileContents other;
+  other.validators = ctx.validators();
+  other.records = {{"GemmTunableOp_float_NN", held_ps, "openblas_t4", 0.25},
+                   {"GemmTunableOp_float_NN", "nn_8_8_8_ld_8_8_8", "openblas_t1", 0.1}};
+  std::size_t added = 99;
+  ASSERT_TRUE(import_results(ctx, other, &added).is_ok());
+  EXPECT_EQ(added, 1u);
+  ResultsFileContents file;
+  ASSERT_TRUE(read_results_file(ctx.results_path(), &file).is_ok());
+  ASSERT_EQ(file.records.size(), 2u);
+  EXPECT_EQ(file.records[0].solution, "openblas_t2");  // held: kept
+  EXPECT_EQ(file.records[1].solution, "openblas_t1");
+  for (const ResultRecord& r : ctx.results())
+    if (r.params_signature == held_ps) EXPECT_EQ(r.solution, "openblas_t2");
+
+  ResultsFileContents foreign = other;
+  foreign.records = {{"GemmTunableOp_float_NN", "nn_16_8_8_ld_16_8_16", "openblas_t1", 0.1}};
+  ASSERT_FALSE(foreign.validators.empty());
+  foreign.validators.back().second += "-elsewhere";
+  const Status st = import_results(ctx, foreign, &added);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find(foreign.validators.back().first), std::string::npos) << st.message();
+  EXPECT_EQ(added, 0u);
+  foreign.validators.pop_back();
+  EXPECT_EQ(import_results(ctx, foreign).code(), StatusCode::kInvalidArgument);  // one missing
+  ASSERT_TRUE(read_results_file(ctx.results_path(), &file).is_ok());
+  EXPECT_EQ(file.records.size(), 2u);
+}
+
 TEST(PublicMeasureApi, SizesAndHostMemory) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_GT(host_memory_available(), 0u);

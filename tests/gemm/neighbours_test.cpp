@@ -25,25 +25,44 @@ std::vector<std::string> sigs(std::initializer_list<GemmDesc> ds) {
   return out;
 }
 
-TEST(GemmNeighbours, NearestTokenCountsOnALogScaleLargerFirst) {
-  const std::vector<std::string> stored = sigs({tn(64, 1, 32), tn(64, 8, 32), tn(64, 16, 32), tn(64, 128, 32)});
-  // n = 12: log2 distances 0.58 (16) and 0.58 (8): the larger first; then 1 and 128.
-  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 12, 32), {}}, stored),
-            sigs({tn(64, 16, 32), tn(64, 8, 32), tn(64, 128, 32), tn(64, 1, 32)}));
-  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 100, 32), {}}, stored).front(), params_signature(tn(64, 128, 32)));
-  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 2, 32), {}}, stored).front(), params_signature(tn(64, 1, 32)));
+// Stored results of the problems `ds`, each solved by `solution`.
+std::vector<ResultRecord> results(std::initializer_list<GemmDesc> ds, const std::string& solution = "skinny_x") {
+  std::vector<ResultRecord> out;
+  for (const GemmDesc& d : ds) out.push_back({op_signature(d), params_signature(d), solution, 0.1});
+  return out;
+}
+
+TEST(GemmNeighbours, OnlyFromAboveAndAtMostTwiceTheTokens) {
+  const std::vector<ResultRecord> stored =
+      results({tn(64, 1, 32), tn(64, 8, 32), tn(64, 16, 32), tn(64, 24, 32), tn(64, 128, 32)});
+  // n = 12: 16 and 24 qualify, the smallest first; 8 and 1 are below, 128 beyond 2n.
+  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 12, 32), {}}, stored), sigs({tn(64, 16, 32), tn(64, 24, 32)}));
+  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 64, 32), {}}, stored), sigs({tn(64, 128, 32)}));
+  EXPECT_TRUE(gemm_neighbours(GemmArgs{tn(64, 63, 32), {}}, stored).empty());   // 128 > 126
+  EXPECT_TRUE(gemm_neighbours(GemmArgs{tn(64, 2, 32), {}}, stored).empty());    // 8 > 4; 1 is below
+  EXPECT_TRUE(gemm_neighbours(GemmArgs{tn(64, 200, 32), {}}, stored).empty());  // nothing above
+}
+
+TEST(GemmNeighbours, CublasConfigurationsAndDefaultLendNothing) {
+  std::vector<ResultRecord> stored = results({tn(64, 16, 32)}, "cublasLt_a66_t12_s35_k1_r0_w0_c0_cl4_i0");
+  const auto more = results({tn(64, 24, 32)}, "Default"), ours = results({tn(64, 20, 32)});
+  stored.insert(stored.end(), more.begin(), more.end());
+  EXPECT_TRUE(gemm_neighbours(GemmArgs{tn(64, 12, 32), {}}, stored).empty());
+  stored.insert(stored.end(), ours.begin(), ours.end());
+  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 12, 32), {}}, stored), sigs({tn(64, 20, 32)}));
 }
 
 TEST(GemmNeighbours, OnlyTheSameProblemAtAnotherN) {
-  GemmDesc other_ld = tn(64, 8, 32);
+  GemmDesc other_ld = tn(64, 16, 32);
   other_ld.ldc = 80;
-  const std::vector<std::string> stored = sigs({tn(32, 8, 32), tn(64, 8, 64), other_ld, tn(64, 12, 32), tn(64, 8, 32)});
+  const std::vector<ResultRecord> stored =
+      results({tn(32, 16, 32), tn(64, 16, 64), other_ld, tn(64, 12, 32), tn(64, 16, 32)});
   // m, k or ldc differ: none; n equal to the call's: itself is not a neighbour.
-  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 12, 32), {}}, stored), sigs({tn(64, 8, 32)}));
+  EXPECT_EQ(gemm_neighbours(GemmArgs{tn(64, 12, 32), {}}, stored), sigs({tn(64, 16, 32)}));
   // B stored transposed (ldb = n): the leading dimension follows n and still matches.
-  const GemmDesc nt = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kT, 64, 16, 32);
-  const GemmDesc nt8 = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kT, 64, 8, 32);
-  EXPECT_EQ(gemm_neighbours(GemmArgs{nt, {}}, sigs({nt8})), sigs({nt8}));
+  const GemmDesc nt = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kT, 64, 8, 32);
+  const GemmDesc nt16 = GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kT, 64, 16, 32);
+  EXPECT_EQ(gemm_neighbours(GemmArgs{nt, {}}, results({nt16})), sigs({nt16}));
   // Strided batches borrow nothing.
   GemmDesc b = tn(64, 12, 32);
   b.op = GemmOp::kGemmStridedBatched;

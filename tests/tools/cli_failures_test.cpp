@@ -2,6 +2,7 @@
 // limit, operands too large to address or to allocate, a results file that is a directory, a lock
 // another process holds, an untuned file repeating one problem.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -176,6 +177,62 @@ TEST(CliFailures, TuneFileTunesEachProblemOnce) {
   EXPECT_TRUE(has(r, "(50 duplicate lines skipped)")) << r.out;
   EXPECT_FALSE(has(r, "[3/")) << r.out;
   EXPECT_EQ(parse_results(test::slurp(dir.file("r_cpu.csv"))).records.size(), 2u);
+}
+
+// The processes of `tune-file --devices` share one work list: started at once on the CPU provider,
+// two of them tune every problem exactly once between them and both land in the results file.
+TEST(CliFailures, TuneFileClaimsEachProblemForExactlyOneProcess) {
+  test::TempDir dir;
+  std::string lines;
+  const int kProblems = 12;
+  for (int i = 0; i < kProblems; ++i)
+    lines += fmt::format("GemmTunableOp_float_NN,nn_{0}_8_8_ld_{0}_8_{0}\n", 8 + i);
+  test::write_text(dir.file("u.csv"), lines);
+  test::write_text(dir.file("claim"), "");
+  pid_t pids[2];
+  for (int c = 0; c < 2; ++c) {
+    pids[c] = ::fork();
+    ASSERT_GE(pids[c], 0);
+    if (pids[c] == 0) {
+      const int fd = ::open(dir.file(fmt::format("out{}", c)).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+      const std::string u = dir.file("u.csv"), claim = dir.file("claim"), file = dir.file("r.csv");
+      const char* argv[] = {TUNABLE_CLI_PATH, "tune-file", u.c_str(), "--device", "cpu", "--claim",
+                            claim.c_str(), "--file", file.c_str(), nullptr};
+      ::execv(TUNABLE_CLI_PATH, const_cast<char**>(argv));
+      _exit(127);
+    }
+  }
+  for (pid_t p : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(p, &status, 0), p);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  const std::string out = test::slurp(dir.file("out0")) + test::slurp(dir.file("out1"));
+  for (int i = 1; i <= kProblems; ++i) {
+    const std::string tag = fmt::format("cpu [{}/{}] ", i, kProblems);
+    std::size_t seen = 0;
+    for (std::size_t at = out.find(tag); at != std::string::npos; at = out.find(tag, at + 1)) ++seen;
+    EXPECT_EQ(seen, 1u) << tag << " in\n" << out;
+  }
+  EXPECT_EQ(parse_results(test::slurp(dir.file("r_cpu.csv"))).records.size(), static_cast<std::size_t>(kProblems));
+  EXPECT_EQ(test::slurp(dir.file("claim")), std::to_string(kProblems + 2));  // each process's last claim ends it
+}
+
+TEST(CliFailures, TuneFileOnDevicesNeedsAGpuAndExcludesDevice) {
+  test::TempDir dir;
+  test::write_text(dir.file("u.csv"), "GemmTunableOp_float_NN,nn_8_8_8_ld_8_8_8\n");
+  CliRun r = run_cli({"tune-file", dir.file("u.csv"), "--devices", "all", "--file", dir.file("r.csv")});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "--devices all given but no CUDA device is visible")) << r.out;
+  r = run_cli({"tune-file", dir.file("u.csv"), "--devices", "0", "--device", "cpu", "--file", dir.file("r.csv")});
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r, "excludes")) << r.out;
+  r = run_cli({"tune-file", dir.file("u.csv"), "--device", "cuda:x", "--file", dir.file("r.csv")});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "--device must be cpu, cuda, cuda:N or auto (got 'cuda:x')")) << r.out;
 }
 
 TEST(CliFailures, ALockHeldElsewhereIsWaitedForThenGivenUp) {

@@ -178,5 +178,20 @@ TEST(Cli, RunSetsUpThePreloadAndTheModeAndPassesTheExitStatusOn) {
   EXPECT_EQ(rep.out.find("interposer"), std::string::npos) << rep.out;
 }
 
+TEST(Cli, ShowReadsAnInterposerReport) {
+  test::TempDir dir;
+  // Two processes appended their reports (a program that starts a child under the same preload).
+  test::write_text(dir.file("report.txt"),
+                   "tunable interposer: served 6 of 10 GEMM calls\n"
+                   "  cublasGemmEx                 served                                                   6\n"
+                   "  cublasGemmEx                 forwarded: no tuned result (or Default is best)          4\n"
+                   "tunable interposer: served 1 of 3 GEMM calls\n"
+                   "  not served (2 calls): C of another type than A and B (0 vs 2)\n");
+  CliRun r = run_cli("show " + dir.file("report.txt"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("forwarded: no tuned result"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 process(es), 7 of 13 GEMM calls served by tuned solutions"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace tunable

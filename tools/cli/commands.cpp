@@ -4,12 +4,17 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -36,7 +41,15 @@ Device pick_device(const std::string& d) {
     return Device::cuda(0);
   }
   if (d == "auto") return has_gpu ? Device::cuda(0) : Device::cpu();
-  throw Error(StatusCode::kInvalidArgument, fmt::format("--device must be cpu, cuda or auto (got '{}')", d));
+  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.size() < 10 &&
+      d.find_first_not_of("0123456789", 5) == std::string::npos) {
+    const int ordinal = std::stoi(d.substr(5));
+    if (ordinal >= count)
+      throw Error(StatusCode::kNoDevice, fmt::format("--device {} given but {} CUDA device(s) are visible", d, count));
+    return Device::cuda(ordinal);
+  }
+  throw Error(StatusCode::kInvalidArgument,
+              fmt::format("--device must be cpu, cuda, cuda:N or auto (got '{}')", d));
 }
 
 void check_cuda(cudaError_t e, const char* what) {
@@ -303,6 +316,24 @@ int run_tune(const TuneArgs& a) {
 }
 
 int run_show(const ShowArgs& a) {
+  // An interposer report (`tunable run --report FILE`, TUNABLE_PRELOAD_REPORT): what a run served and
+  // why the rest went to cuBLAS, one block per process.
+  {
+    std::ifstream f(a.file);
+    std::string first;
+    if (f && std::getline(f, first) && first.rfind("tunable interposer: served ", 0) == 0) {
+      std::uint64_t served = 0, total = 0, runs = 0;
+      std::string line = first;
+      do {
+        unsigned long long s = 0, t = 0;
+        if (std::sscanf(line.c_str(), "tunable interposer: served %llu of %llu", &s, &t) == 2)
+          served += s, total += t, ++runs;
+        fmt::print("{}\n", line);
+      } while (std::getline(f, line));
+      fmt::print("{}: {} process(es), {} of {} GEMM calls served by tuned solutions\n", a.file, runs, served, total);
+      return 0;
+    }
+  }
   ResultsFileContents p;
   throw_if_error(read_results_file(a.file, &p));
   fmt::print("{}: {} validators, {} results\n", a.file, p.validators.size(), p.records.size());
@@ -323,18 +354,54 @@ int run_show(const ShowArgs& a) {
   return p.diagnostics.empty() ? 0 : 3;
 }
 
-int run_tune_file(const TuneFileArgs& a) {
-  const Device dev = pick_device(a.device);
+std::vector<std::pair<std::string, std::string>> read_unique_problems(const std::string& path,
+                                                                      std::size_t* duplicates,
+                                                                      std::size_t* bad_lines) {
   std::vector<std::pair<std::string, std::string>> lines;
   std::vector<FileDiagnostic> diags;
-  throw_if_error(read_untuned_file(a.untuned, &lines, &diags));
-  for (const auto& d : diags) fmt::print(stderr, "{}:{}: {}\n", a.untuned, d.line, d.message);
-  // Each problem once, in the order of its first line (files concatenated from several runs repeat them).
+  throw_if_error(read_untuned_file(path, &lines, &diags));
+  for (const auto& d : diags) fmt::print(stderr, "{}:{}: {}\n", path, d.line, d.message);
   std::vector<std::pair<std::string, std::string>> problems;
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& p : lines)
     if (seen.insert(p).second) problems.push_back(p);
-  const std::size_t duplicates = lines.size() - problems.size();
+  if (duplicates) *duplicates = lines.size() - problems.size();
+  if (bad_lines) *bad_lines = diags.size();
+  return problems;
+}
+
+namespace {
+
+// The next problem index of a `tune-file --devices` run: a decimal counter in a file that every
+// process of the run reads and increments under an exclusive lock, so each problem is tuned by
+// exactly one GPU and a GPU that finishes early takes more (the parent orders them biggest first).
+std::size_t claim_next(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw Error(StatusCode::kIoError, fmt::format("cannot open the claim file '{}': {}", path, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }  // also releases the lock
+  } closer{fd};
+  while (::flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) throw Error(StatusCode::kIoError, fmt::format("cannot lock '{}': {}", path, std::strerror(errno)));
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n < 0) throw Error(StatusCode::kIoError, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  const std::size_t next = n == 0 ? 0 : std::strtoull(buf, nullptr, 10);
+  const std::string text = std::to_string(next + 1);
+  if (::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+      ::ftruncate(fd, static_cast<off_t>(text.size())) != 0)
+    throw Error(StatusCode::kIoError, fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  return next;
+}
+
+}  // namespace
+
+int run_tune_file(const TuneFileArgs& a) {
+  if (!a.devices.empty()) return run_tune_file_on_devices(a);
+  const Device dev = pick_device(a.device);
+  std::size_t duplicates = 0, bad_lines = 0;
+  const auto problems = read_unique_problems(a.untuned, &duplicates, &bad_lines);
   Options o = Options::from_environment();  // caps, tolerances, cuBLASLt budget as a program gets them
   o.enabled = true;
   o.tuning = true;
@@ -345,9 +412,16 @@ int run_tune_file(const TuneFileArgs& a) {
   Context ctx(dev, o);
   throw_if_error(ctx.load_results());  // an unusable results file is an error before hours of tuning
   install_progress(ctx);
+  // Several processes share the output of a --devices run: each line names its device and is
+  // written whole.
+  const bool claiming = !a.claim.empty();
+  const std::string who = claiming ? dev.to_string() + " " : std::string();
+  std::size_t sequential = 0, taken = 0;
+  auto next = [&]() { return claiming ? claim_next(a.claim) : sequential++; };
   int failures = 0;
   const auto t0 = clock_type::now();
-  for (std::size_t i = 0; i < problems.size(); ++i) {
+  for (std::size_t i = next(); i < problems.size(); i = next()) {
+    ++taken;
     const auto& [op, ps] = problems[i];
     // GEMM signatures first; anything else may be a fused op (RmsNorm, ActAndMul, ...).
     GemmDesc d;
@@ -356,18 +430,23 @@ int run_tune_file(const TuneFileArgs& a) {
     if (st.is_ok()) st = tune_gemm(ctx, d, &sol);
     else if (op.rfind("Gemm", 0) != 0 && op.rfind("ScaledGemm", 0) != 0) st = tune_fused_op(ctx, op, ps, &sol);
     const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
-    const double eta = el / (i + 1) * (problems.size() - i - 1);
     if (st.is_ok()) {
-      fmt::print("[{}/{}] {},{} -> {} (elapsed {:.1f}s, ETA {:.1f}s)\n", i + 1, problems.size(), op,
-                 ps, sol, el, eta);
+      const std::string eta = claiming ? std::string()
+                                       : fmt::format(", ETA {:.1f}s", el / (i + 1) * (problems.size() - i - 1));
+      fmt::print("{}[{}/{}] {},{} -> {} (elapsed {:.1f}s{})\n", who, i + 1, problems.size(), op, ps, sol, el, eta);
     } else {
       ++failures;
-      fmt::print(stderr, "[{}/{}] {},{}: {}\n", i + 1, problems.size(), op, ps, st.to_string());
+      fmt::print(stderr, "{}[{}/{}] {},{}: {}\n", who, i + 1, problems.size(), op, ps, st.to_string());
     }
+    std::fflush(stdout);
   }
-  fmt::print("tuned {} of {} problems into {}{}\n", problems.size() - failures, problems.size(), ctx.results_path(),
-             duplicates ? fmt::format(" ({} duplicate lines skipped)", duplicates) : std::string());
-  return failures == 0 && diags.empty() ? 0 : 3;
+  if (claiming)
+    fmt::print("{}tuned {} of the {} problems it took into {}\n", who, taken - failures, taken, ctx.results_path());
+  else
+    fmt::print("tuned {} of {} problems into {}{}\n", problems.size() - failures, problems.size(),
+               ctx.results_path(),
+               duplicates ? fmt::format(" ({} duplicate lines skipped)", duplicates) : std::string());
+  return failures == 0 && bad_lines == 0 ? 0 : 3;
 }
 
 }  // namespace tunable::cli

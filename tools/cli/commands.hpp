@@ -1,7 +1,9 @@
 // The `tunable` command line: one function per subcommand, each returning an exit code.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tunable::cli {
@@ -30,8 +32,20 @@ struct TuneFileArgs {
   std::string file;
   int verbose = 0;
   bool file_given = false, verbose_given = false;
+  /// `--devices all|0,1,...`: one process per GPU, problems handed out biggest first, files merged.
+  std::string devices;
+  /// Internal (the processes `--devices` starts): take problems one at a time from this counter file.
+  std::string claim;
 };
 int run_tune_file(const TuneFileArgs& a);
+/// `tune-file --devices`: the parent of one tuning process per GPU (tools/cli/tune_devices.cpp).
+int run_tune_file_on_devices(const TuneFileArgs& a);
+
+/// An untuned file's problems, each once, in the order of its first line (files concatenated from
+/// several runs repeat them). Bad lines are printed to stderr and counted in `bad_lines`.
+std::vector<std::pair<std::string, std::string>> read_unique_problems(const std::string& path,
+                                                                      std::size_t* duplicates,
+                                                                      std::size_t* bad_lines);
 
 /// `tunable run`: COMMAND under the cuBLAS interposer in one of three modes (use, record, tune).
 struct RunArgs {

@@ -31,13 +31,20 @@ int main(int argc, char** argv) {
   tune->add_option("--verbose", ta.verbose, "tuning log level 0-3")->check(CLI::Range(0, 3))->capture_default_str();
 
   ShowArgs sa;
-  auto* show = app.add_subcommand("show", "Print a results file (ours or PyTorch TunableOp's)");
+  auto* show = app.add_subcommand("show", "Print a results file (ours or PyTorch TunableOp's) or an interposer "
+                                         "report (tunable run --report)");
   show->add_option("file", sa.file, "results file")->required();
 
   TuneFileArgs tf;
   auto* tfile = app.add_subcommand("tune-file", "Tune every problem of an untuned file offline");
   tfile->add_option("untuned", tf.untuned, "file written with TUNABLE_RECORD_UNTUNED=1")->required();
-  tfile->add_option("--device", tf.device, "cpu, cuda or auto")->capture_default_str();
+  auto* tf_device = tfile->add_option("--device", tf.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  tfile->add_option("--devices", tf.devices,
+                    "tune on several GPUs at once: 'all' or ordinals (0,1); one process per GPU, the results "
+                    "merged into every GPU's results file")
+      ->excludes(tf_device);
+  // The processes --devices starts take their problems from a shared counter file.
+  tfile->add_option("--claim", tf.claim)->group("");
   auto* tf_file = tfile->add_option("--file", tf.file, "results file to extend (default: TUNABLE_FILENAME, else "
                                     "tunable_results.csv)");
   auto* tf_verbose = tfile->add_option("--verbose", tf.verbose, "tuning log level 0-3 (default: TUNABLE_VERBOSE)")

@@ -69,29 +69,42 @@ std::string library_path() {
   return "libtunable.so";
 }
 
-// libtunable.so's entry, or null (disabled, or it could not be loaded: said once).
+// libtunable.so's entry once loaded. Loading is tried once at the first GEMM when TUNABLE_ENABLED is
+// set (a failure is said once); a program that starts disabled may attach later through
+// tunable_preload_attach (the Python package's tunable.enable()).
+std::atomic<tunable_preload_gemm_fn> g_fn{nullptr};
+std::atomic<bool> g_tried{false};
+std::mutex g_load_mu;
+
+tunable_preload_gemm_fn load_library(bool force) {
+  std::lock_guard<std::mutex> lock(g_load_mu);
+  if (auto f = g_fn.load(std::memory_order_acquire)) return f;
+  if (!force && (g_tried.load() || !enabled_by_environment())) {
+    g_tried = true;
+    return nullptr;
+  }
+  g_tried = true;
+  ++t_depth;
+  const std::string path = library_path();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    warn("cannot load libtunable", dlerror());
+  } else {
+    auto abi = reinterpret_cast<tunable_preload_abi_fn>(dlsym(h, "tunable_preload_abi"));
+    auto gemm = reinterpret_cast<tunable_preload_gemm_fn>(dlsym(h, "tunable_preload_gemm"));
+    if (abi == nullptr || gemm == nullptr || abi() != TUNABLE_PRELOAD_ABI)
+      warn("libtunable does not match this preload library", path.c_str());
+    else
+      g_fn.store(gemm, std::memory_order_release);
+  }
+  --t_depth;
+  return g_fn.load(std::memory_order_acquire);
+}
+
 tunable_preload_gemm_fn library() {
-  static std::atomic<tunable_preload_gemm_fn> fn{nullptr};
-  static std::once_flag once;
-  if (auto f = fn.load(std::memory_order_acquire)) return f;
-  std::call_once(once, [] {
-    if (!enabled_by_environment()) return;
-    ++t_depth;
-    const std::string path = library_path();
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      warn("cannot load libtunable", dlerror());
-    } else {
-      auto abi = reinterpret_cast<tunable_preload_abi_fn>(dlsym(h, "tunable_preload_abi"));
-      auto gemm = reinterpret_cast<tunable_preload_gemm_fn>(dlsym(h, "tunable_preload_gemm"));
-      if (abi == nullptr || gemm == nullptr || abi() != TUNABLE_PRELOAD_ABI)
-        warn("libtunable does not match this preload library", path.c_str());
-      else
-        fn.store(gemm, std::memory_order_release);
-    }
-    --t_depth;
-  });
-  return fn.load(std::memory_order_acquire);
+  if (auto f = g_fn.load(std::memory_order_acquire)) return f;
+  if (g_tried.load(std::memory_order_relaxed)) return nullptr;
+  return load_library(false);
 }
 
 // The workspace the program set on each handle (PyTorch sets one before every GEMM). cuBLAS drops a
@@ -156,6 +169,18 @@ TunablePreloadGemm call_of(int entry, cublasHandle_t h, cublasOperation_t ta, cu
 }  // namespace
 
 extern "C" {
+
+// For the Python package: which libtunable.so this shim serves GEMMs with (it loads the same file,
+// so that one library instance, one interposer and one results-file writer serve the process).
+__attribute__((visibility("default"))) const char* tunable_preload_library(void) {
+  static const std::string path = library_path();
+  return path.c_str();
+}
+
+// Loads libtunable.so now, whatever TUNABLE_ENABLED says: 1 when GEMMs can be served from now on.
+__attribute__((visibility("default"))) int tunable_preload_attach(void) {
+  return load_library(true) != nullptr ? 1 : 0;
+}
 
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
   static const auto fn = real<decltype(&cublasSetWorkspace_v2)>("cublasSetWorkspace_v2");
