@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
-#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose python example2 ex2-record
+#   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose python[-install] example2 ex2-record
 #                                   multi-gpu sanitize demo bench-tune bench-verify sweep torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
@@ -120,13 +120,14 @@ for step in "$@"; do
         PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
         check "example2: $c" "${PIPESTATUS[0]}"
       done ;;
-    python)
-      # The Python package as pip installs it (the wheel built here, carried in .devcarry), then its
-      # GPU tests (tests/torch/test_python_package.py) and its CPU tests with this build.
+    python-install|python)
+      # The Python package as pip installs it (the wheel built here, carried in .devcarry), then
+      # (step python) its GPU tests (tests/torch/test_python_package.py) and its CPU tests.
       whl=$(ls .devcarry/tunable-*.whl 2>/dev/null | head -1)
       if [ -z "$whl" ]; then check "python: no wheel in .devcarry" 1; continue; fi
       python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/tunable_site "$whl"
       check "python: pip install" "$?"
+      [ "$step" = python-install ] && continue
       PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" TUNABLE_TEST_PRELOAD="$PWD/$B/libtunable_preload.so" \
         python3 tests/torch/test_python_package.py "$OUT/python_package.json" > "$OUT/python_package.log" 2>&1
       check "python: GPU tests" "$?"
