@@ -179,8 +179,15 @@ TEST(LtConfigName, RoundTrips) {
   EXPECT_EQ(back->name(), c.name());
   c.fast_accum = false;
   EXPECT_EQ(LtConfig::parse(c.name())->name(), c.name());
+  // As cuBLASLt's heuristic returns some algorithms (a results file held this one, which an earlier
+  // build then could not rebuild and ran Default instead).
+  const auto minus_one = LtConfig::parse("cublasLt_a12_t0_s0_k-1_r2_w0_c1_cl0_i0");
+  ASSERT_TRUE(minus_one.has_value());
+  EXPECT_EQ(minus_one->splitk, -1);
+  EXPECT_EQ(minus_one->name(), "cublasLt_a12_t0_s0_k-1_r2_w0_c1_cl0_i0");
   for (const char* bad : {"cublasLt_a1", "cublasLt_a1_t2_s3_k0_r0_w0_c0_cl0_i0", "Default",
-                          "cublasLt_a1_t2_s3_k1_r0_w0_c0_cl0_i0_fa_x", "cublasLt_a-1_t2_s3_k1_r0_w0_c0_cl0_i0"})
+                          "cublasLt_a1_t2_s3_k1_r0_w0_c0_cl0_i0_fa_x", "cublasLt_a-1_t2_s3_k1_r0_w0_c0_cl0_i0",
+                          "cublasLt_a1_t2_s3_k-2_r0_w0_c0_cl0_i0"})
     EXPECT_FALSE(LtConfig::parse(bad).has_value()) << bad;
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <set>
@@ -813,6 +814,42 @@ TEST_F(GpuRuntime, ReferenceCheckCoversBatchesPastTheGridLimit) {
   deep.stride_b = span(deep.ldb, b_rows(deep), b_cols(deep));
   deep.stride_c = span(deep.ldc, deep.m, deep.n);
   expect_tuned_and_correct(deep, opts(), rng);
+}
+
+// cuBLASLt's heuristic hands some algorithms back with SPLITK_NUM -1 (seen: algorithm 12 for the
+// fp32 K = 1 products of HF's RoPE). The tuner timed and stored such a result, and the next process
+// could not rebuild it from its name ("no longer applies"), so it ran Default. Stored, it must serve.
+TEST_F(GpuRuntime, AHeuristicAlgorithmWithSplitKMinusOneRebuildsFromItsName) {
+  std::string found;
+  GemmDesc g;
+  for (const GemmDesc& d : {GemmDesc::make(DataType::kF32, Transpose::kT, Transpose::kN, 128, 1, 1),
+                            GemmDesc::make(DataType::kF32, Transpose::kN, Transpose::kN, 128, 64, 1),
+                            GemmDesc::make(DataType::kF32, Transpose::kT, Transpose::kN, 64, 1, 1)}) {
+    Context probe(Device::cuda(0), opts());
+    std::vector<GemmCandidate> cands;
+    ASSERT_TRUE(gemm_candidates(probe, d, &cands, "cublaslt_heuristic").is_ok());
+    for (const GemmCandidate& c : cands)
+      if (found.empty() && c.name.find("_k-1_") != std::string::npos) found = c.name, g = d;
+  }
+  if (found.empty()) GTEST_SKIP() << "cuBLASLt offered no algorithm with split-k -1 for these problems here";
+  Options o = opts();
+  o.tuning = false;
+  o.filename = dir.file("km1.csv");
+  o.verbose = 2;
+  o.verbose_filename = dir.file("km1.log");
+  Context ctx(Device::cuda(0), o);
+  {
+    std::ofstream f(ctx.results_path());  // the ordinal is inserted into the name
+    for (const auto& [k, v] : ctx.validators()) f << "Validator," << k << "," << v << "\n";
+    f << op_signature(g) << "," << params_signature(g) << "," << found << ",0.01\n";
+  }
+  Problem p(g, rng);
+  p.run_and_check(ctx, found);
+  const ContextStats st = ctx.stats();
+  EXPECT_TRUE(st.hits == 1 && st.fallbacks == 0 && st.defaults == 0)
+      << found << ": hits " << st.hits << ", fallbacks " << st.fallbacks << ", defaults " << st.defaults << "; log:\n"
+      << test::slurp(dir.file("km10.log")) << "\nfile " << ctx.results_path()
+      << ":\n" << test::slurp(ctx.results_path());
 }
 
 TEST_F(GpuRuntime, MixedFp8TypesAreTunedApartInOneContext) {

@@ -526,7 +526,7 @@ std::string LtConfig::name() const {
 
 std::optional<LtConfig> LtConfig::parse(const std::string& name) {
   static const std::regex re(
-      "^cublasLt_a(\\d{1,6})_t(\\d{1,6})_s(\\d{1,6})_k(\\d{1,4})_r(\\d{1,3})_w(\\d{1,3})_c(\\d{1,3})"
+      "^cublasLt_a(\\d{1,6})_t(\\d{1,6})_s(\\d{1,6})_k(-1|\\d{1,4})_r(\\d{1,3})_w(\\d{1,3})_c(\\d{1,3})"
       "_cl(\\d{1,4})_i(\\d{1,4})(_fa)?$");
   std::smatch m;
   if (!std::regex_match(name, m, re)) return std::nullopt;
@@ -541,7 +541,9 @@ std::optional<LtConfig> LtConfig::parse(const std::string& name) {
   c.cluster = std::stoi(m[8]);
   c.inner = std::stoi(m[9]);
   c.fast_accum = m[10].matched;
-  if (c.splitk < 1) return std::nullopt;
+  // -1: cuBLASLt's heuristic hands some algorithms (e.g. 12, for fp32) back with SPLITK_NUM -1, and
+  // the tuner times them as they came; the name keeps it so the stored result rebuilds.
+  if (c.splitk < 1 && c.splitk != -1) return std::nullopt;
   return c;
 }
 
