@@ -1,0 +1,247 @@
+#include "model/config.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace tunable::model {
+namespace {
+
+using json = nlohmann::json;
+
+struct Arch {
+  const char* architecture;
+  const char* model_type;
+  Family family;
+};
+constexpr Arch kArchs[] = {{"LlamaForCausalLM", "llama", Family::kLlama},
+                           {"MistralForCausalLM", "mistral", Family::kMistral},
+                           {"Qwen2ForCausalLM", "qwen2", Family::kQwen2},
+                           {"GemmaForCausalLM", "gemma", Family::kGemma}};
+
+Status parse_error(const std::string& what, const std::string& msg) {
+  return Status(StatusCode::kParseError, fmt::format("{}: {}", what, msg));
+}
+
+// A required positive integer field.
+Status positive(const json& j, const char* key, const std::string& what, std::int64_t* out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return parse_error(what, fmt::format("no {}", key));
+  if (!it->is_number_integer() || it->get<std::int64_t>() <= 0)
+    return parse_error(what, fmt::format("{} is {}, not a positive integer", key, it->dump()));
+  *out = it->get<std::int64_t>();
+  return Status::ok();
+}
+
+// An optional positive number (default kept when absent or null).
+Status number(const json& j, const char* key, const std::string& what, double* out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0)
+    return parse_error(what, fmt::format("{} is {}, not a positive number", key, it->dump()));
+  *out = it->get<double>();
+  return Status::ok();
+}
+
+std::string str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool flag(const json& j, const char* key, bool dflt) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : dflt;
+}
+
+}  // namespace
+
+const char* family_name(Family f) noexcept {
+  for (const Arch& a : kArchs)
+    if (a.family == f) return a.model_type;
+  return "?";
+}
+
+Status parse_model_config(const std::string& text, const std::string& what, ModelConfig* out) {
+  if (out == nullptr) return Status(StatusCode::kInvalidArgument, "parse_model_config: null output");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) return parse_error(what, "not a JSON object");
+  ModelConfig c;
+  // Dispatch on architectures, else model_type.
+  const std::string model_type = str(j, "model_type");
+  std::string arch;
+  if (const auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
+    arch = (*a)[0].get<std::string>();
+  const Arch* found = nullptr;
+  for (const Arch& x : kArchs)
+    if ((!arch.empty() && arch == x.architecture) || (arch.empty() && model_type == x.model_type)) found = &x;
+  if (found == nullptr)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("{}: architecture '{}' (model_type '{}') is not supported; supported: "
+                              "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM",
+                              what, arch, model_type));
+  c.family = found->family;
+  c.architecture = found->architecture;
+  TUNABLE_RETURN_IF_ERROR(positive(j, "vocab_size", what, &c.vocab_size));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "hidden_size", what, &c.hidden_size));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "intermediate_size", what, &c.intermediate_size));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "num_hidden_layers", what, &c.num_layers));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "num_attention_heads", what, &c.num_heads));
+  c.num_kv_heads = c.num_heads;
+  if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null())
+    TUNABLE_RETURN_IF_ERROR(positive(j, "num_key_value_heads", what, &c.num_kv_heads));
+  if (c.num_heads % c.num_kv_heads != 0)
+    return parse_error(what, fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                                         c.num_heads, c.num_kv_heads));
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    TUNABLE_RETURN_IF_ERROR(positive(j, "head_dim", what, &c.head_dim));
+  } else {
+    if (c.hidden_size % c.num_heads != 0)
+      return parse_error(what, fmt::format("hidden_size {} is not a multiple of num_attention_heads {} (and no "
+                                           "head_dim)", c.hidden_size, c.num_heads));
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (c.head_dim % 2 != 0) return parse_error(what, fmt::format("head_dim {} is odd: RoPE rotates pairs", c.head_dim));
+  c.max_position_embeddings = 2048;
+  if (j.contains("max_position_embeddings"))
+    TUNABLE_RETURN_IF_ERROR(positive(j, "max_position_embeddings", what, &c.max_position_embeddings));
+  TUNABLE_RETURN_IF_ERROR(number(j, "rms_norm_eps", what, &c.rms_norm_eps));
+  TUNABLE_RETURN_IF_ERROR(number(j, "rope_theta", what, &c.rope_theta));
+  c.torch_dtype = str(j, "torch_dtype");
+  if (c.torch_dtype.empty()) c.torch_dtype = str(j, "dtype");
+
+  // The activation: Llama / Mistral / Qwen2 SiLU, Gemma GELU-tanh (Gemma's checkpoints say "gelu"
+  // and transformers runs it as the tanh approximation).
+  std::string act = str(j, "hidden_activation");
+  if (act.empty()) act = str(j, "hidden_act");
+  if (act.empty()) act = c.family == Family::kGemma ? "gelu_pytorch_tanh" : "silu";
+  if (act == "silu" || act == "swish") c.gelu_tanh = false;
+  else if (act == "gelu_pytorch_tanh" || act == "gelu_tanh" || (act == "gelu" && c.family == Family::kGemma))
+    c.gelu_tanh = true;
+  else
+    return Status(StatusCode::kNotSupported, fmt::format("{}: activation '{}' is not supported (SiLU or GELU-tanh)",
+                                                         what, act));
+
+  if (const auto rs = j.find("rope_scaling"); rs != j.end() && !rs->is_null()) {
+    if (!rs->is_object()) return parse_error(what, "rope_scaling is not an object");
+    std::string type = str(*rs, "rope_type");
+    if (type.empty()) type = str(*rs, "type");
+    if (type == "llama3") {
+      c.rope_scaling.llama3 = true;
+      TUNABLE_RETURN_IF_ERROR(number(*rs, "factor", what, &c.rope_scaling.factor));
+      TUNABLE_RETURN_IF_ERROR(number(*rs, "low_freq_factor", what, &c.rope_scaling.low_freq_factor));
+      TUNABLE_RETURN_IF_ERROR(number(*rs, "high_freq_factor", what, &c.rope_scaling.high_freq_factor));
+      if (rs->contains("original_max_position_embeddings"))
+        TUNABLE_RETURN_IF_ERROR(positive(*rs, "original_max_position_embeddings", what,
+                                         &c.rope_scaling.original_max_position_embeddings));
+      if (c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor)
+        return parse_error(what, "rope_scaling: high_freq_factor must exceed low_freq_factor");
+    } else if (type != "default") {
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("{}: rope_scaling type '{}' is not supported (llama3 or none)", what, type));
+    }
+  }
+  c.tie_word_embeddings = flag(j, "tie_word_embeddings", c.family == Family::kGemma);
+  c.qkv_bias = c.family == Family::kQwen2 ? true : flag(j, "attention_bias", false);
+  c.o_bias = c.family != Family::kQwen2 && flag(j, "attention_bias", false);
+  if (flag(j, "mlp_bias", false))
+    return Status(StatusCode::kNotSupported, fmt::format("{}: mlp_bias is not supported", what));
+  c.gemma_norm = c.family == Family::kGemma;
+  c.scale_embeddings = c.family == Family::kGemma;
+  if (const auto sw = j.find("sliding_window"); sw != j.end() && sw->is_number_integer()) c.sliding_window = *sw;
+  *out = c;
+  return Status::ok();
+}
+
+std::map<std::string, std::vector<std::int64_t>> expected_tensors(const ModelConfig& c) {
+  std::map<std::string, std::vector<std::int64_t>> t;
+  const std::int64_t h = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  t["model.embed_tokens.weight"] = {c.vocab_size, h};
+  t["model.norm.weight"] = {h};
+  if (!c.tie_word_embeddings) t["lm_head.weight"] = {c.vocab_size, h};
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    t[p + "input_layernorm.weight"] = {h};
+    t[p + "post_attention_layernorm.weight"] = {h};
+    t[p + "self_attn.q_proj.weight"] = {q, h};
+    t[p + "self_attn.k_proj.weight"] = {kv, h};
+    t[p + "self_attn.v_proj.weight"] = {kv, h};
+    t[p + "self_attn.o_proj.weight"] = {h, q};
+    if (c.qkv_bias) {
+      t[p + "self_attn.q_proj.bias"] = {q};
+      t[p + "self_attn.k_proj.bias"] = {kv};
+      t[p + "self_attn.v_proj.bias"] = {kv};
+    }
+    if (c.o_bias) t[p + "self_attn.o_proj.bias"] = {h};
+    t[p + "mlp.gate_proj.weight"] = {c.intermediate_size, h};
+    t[p + "mlp.up_proj.weight"] = {c.intermediate_size, h};
+    t[p + "mlp.down_proj.weight"] = {h, c.intermediate_size};
+  }
+  return t;
+}
+
+namespace {
+std::string dims(const std::vector<std::int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+}  // namespace
+
+Status check_tensors(const ModelConfig& c, const std::map<std::string, std::vector<std::int64_t>>& present,
+                     const std::string& what) {
+  const auto want = expected_tensors(c);
+  std::vector<std::string> problems;
+  for (const auto& [name, shape] : want) {
+    const auto it = present.find(name);
+    if (it == present.end()) problems.push_back(fmt::format("missing tensor '{}' {}", name, dims(shape)));
+    else if (it->second != shape)
+      problems.push_back(fmt::format("tensor '{}' has shape {}, the configuration needs {}", name, dims(it->second),
+                                     dims(shape)));
+  }
+  for (const auto& [name, shape] : present) {
+    if (want.count(name)) continue;
+    if (name == "lm_head.weight" && c.tie_word_embeddings) continue;  // tied: the embeddings serve
+    if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // older exports carry it
+    problems.push_back(fmt::format("unexpected tensor '{}' {}", name, dims(shape)));
+  }
+  if (problems.empty()) return Status::ok();
+  std::string msg = fmt::format("{}: {} problem(s) with the checkpoint's tensors for {} ({} layers): ", what,
+                                problems.size(), c.architecture, c.num_layers);
+  for (std::size_t i = 0; i < problems.size() && i < 5; ++i) msg += (i ? "; " : "") + problems[i];
+  if (problems.size() > 5) msg += "; ...";
+  return Status(StatusCode::kParseError, msg);
+}
+
+Status parse_safetensors_index(const std::string& text, const std::string& what,
+                               std::map<std::string, std::string>* weight_map) {
+  if (weight_map == nullptr) return Status(StatusCode::kInvalidArgument, "parse_safetensors_index: null output");
+  weight_map->clear();
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
+  }
+  const auto wm = j.is_object() ? j.find("weight_map") : j.end();
+  if (!j.is_object() || wm == j.end() || !wm->is_object()) return parse_error(what, "no weight_map object");
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    if (!it.value().is_string())
+      return parse_error(what, fmt::format("weight_map['{}'] is not a file name", it.key()));
+    const std::string f = it.value().get<std::string>();
+    if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
+      return parse_error(what, fmt::format("weight_map['{}'] names '{}', not a file in the model directory",
+                                           it.key(), f));
+    (*weight_map)[it.key()] = f;
+  }
+  if (weight_map->empty()) return parse_error(what, "weight_map is empty");
+  return Status::ok();
+}
+
+}  // namespace tunable::model
