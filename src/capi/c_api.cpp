@@ -62,6 +62,14 @@ int guarded(Fn&& fn) {
   }
 }
 
+// The norms' shared arguments: the convention code, then decode()'s.
+int decode_norm(int device, int dtype, int convention, int fp8, const float* scale, float* token_scales,
+                DataType* dt, Fp8Output* f, Context** ctx) {
+  if (convention != 0 && convention != 1)
+    return fail(StatusCode::kInvalidArgument, fmt::format("convention code {} (0 Llama, 1 Gemma)", convention));
+  return decode(device, dtype, fp8, scale, token_scales, dt, f, ctx);
+}
+
 NormWeight convention_of(int c) { return c == 1 ? NormWeight::kGemma : NormWeight::kLlama; }
 
 }  // namespace
@@ -79,12 +87,10 @@ int tunable_c_rms_norm(int device, void* out, const void* x, const void* weight,
                        int64_t x_row_stride, int64_t out_row_stride, float eps, int dtype, int convention,
                        void* stream, int fp8, const float* scale, float* token_scales) {
   return guarded([&] {
-    if (convention != 0 && convention != 1)
-      return fail(StatusCode::kInvalidArgument, fmt::format("convention code {} (0 Llama, 1 Gemma)", convention));
     DataType dt;
     Fp8Output f;
     Context* ctx = nullptr;
-    if (int rc = decode(device, dtype, fp8, scale, token_scales, &dt, &f, &ctx)) return rc;
+    if (int rc = decode_norm(device, dtype, convention, fp8, scale, token_scales, &dt, &f, &ctx)) return rc;
     return result(rms_norm(*ctx, out, x, weight, rows, hidden, x_row_stride, out_row_stride, eps, dt,
                            convention_of(convention), static_cast<Stream>(stream), f));
   });
@@ -95,12 +101,10 @@ int tunable_c_fused_add_rms_norm(int device, void* out, const void* x, void* res
                                  int64_t out_row_stride, float eps, int dtype, int convention, void* stream, int fp8,
                                  const float* scale, float* token_scales) {
   return guarded([&] {
-    if (convention != 0 && convention != 1)
-      return fail(StatusCode::kInvalidArgument, fmt::format("convention code {} (0 Llama, 1 Gemma)", convention));
     DataType dt;
     Fp8Output f;
     Context* ctx = nullptr;
-    if (int rc = decode(device, dtype, fp8, scale, token_scales, &dt, &f, &ctx)) return rc;
+    if (int rc = decode_norm(device, dtype, convention, fp8, scale, token_scales, &dt, &f, &ctx)) return rc;
     return result(fused_add_rms_norm(*ctx, out, x, residual, weight, rows, hidden, x_row_stride, residual_row_stride,
                                      out_row_stride, eps, dt, convention_of(convention), static_cast<Stream>(stream),
                                      f));
