@@ -1,5 +1,6 @@
 #include "interpose/cublas_map.hpp"
 
+#include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <fmt/format.h>
 
@@ -14,7 +15,7 @@ std::optional<DataType> data_type(cudaDataType_t t) {
     case CUDA_R_32F: return DataType::kF32;
     case CUDA_R_16F: return DataType::kF16;
     case CUDA_R_16BF: return DataType::kBF16;
-    default: return std::nullopt;  // complex, integer and fp8 types: cublasGemmEx serves them as they are
+    default: return std::nullopt;  // complex, integer and fp8 types (fp8: cublasLtMatmul, mapped apart)
   }
 }
 
@@ -162,6 +163,100 @@ bool map_cublas_gemm(const CublasGemmCall& c, GemmDesc* desc, std::string* why) 
   }
   d.alpha = read_scalar(c.alpha, scalar);
   d.beta = read_scalar(c.beta, scalar);
+  const Status v = validate(d);
+  if (!v.is_ok()) {
+    *why = "not a problem we serve: " + v.message();
+    return false;
+  }
+  *desc = d;
+  return true;
+}
+
+bool map_cublaslt_matmul(const CublasLtCall& call, GemmDesc* desc, std::string* why) {
+  why->clear();
+  if (!call.unsupported.empty()) {
+    *why = call.unsupported;
+    return false;
+  }
+  const CublasGemmCall& c = call.base;
+  if (call.fast_accum) {
+    *why = "FP8 fast accumulation (our FP8 GEMMs accumulate fully)";
+    return false;
+  }
+  if (!call.c_is_d) {
+    if (c.pointer_mode != CUBLAS_POINTER_MODE_HOST || c.beta == nullptr) {
+      *why = "C apart from D with device-pointer scalars";
+      return false;
+    }
+  }
+  // The scalars' type follows the compute type for every call we serve (32F compute: float).
+  const bool f32_compute = c.compute == CUBLAS_COMPUTE_32F || c.compute == CUBLAS_COMPUTE_32F_PEDANTIC ||
+                           c.compute == CUBLAS_COMPUTE_32F_FAST_TF32 || c.compute == CUBLAS_COMPUTE_32F_FAST_16F ||
+                           c.compute == CUBLAS_COMPUTE_32F_FAST_16BF;
+  if (f32_compute && call.scale_type != CUDA_R_32F) {
+    *why = fmt::format("scale type {} with 32-bit compute", static_cast<int>(call.scale_type));
+    return false;
+  }
+  GemmDesc d;
+  const bool fp8 = c.a_type == CUDA_R_8F_E4M3 || c.a_type == CUDA_R_8F_E5M2;
+  if (fp8) {
+    if (call.scale_a == nullptr || call.scale_b == nullptr) {
+      *why = "FP8 without both A and B scale pointers";
+      return false;
+    }
+    if (call.scale_d != nullptr || call.amax_d != nullptr) {
+      *why = "an FP8 output scale or amax";
+      return false;
+    }
+    if (!f32_compute || c.pointer_mode != CUBLAS_POINTER_MODE_HOST || c.alpha == nullptr || c.beta == nullptr) {
+      *why = "FP8 with other than 32-bit compute and host scalars";
+      return false;
+    }
+    const auto ta = transpose(c.transa), tb = transpose(c.transb);
+    const auto out = data_type(c.c_type);
+    if (!ta || !tb || !out || (c.b_type != CUDA_R_8F_E4M3 && c.b_type != CUDA_R_8F_E5M2) || c.strided) {
+      *why = fmt::format("FP8 with types A {}, B {}, D {} or batches", static_cast<int>(c.a_type),
+                         static_cast<int>(c.b_type), static_cast<int>(c.c_type));
+      return false;
+    }
+    d = GemmDesc::make(c.a_type == CUDA_R_8F_E4M3 ? DataType::kF8E4M3 : DataType::kF8E5M2, *ta, *tb, c.m, c.n, c.k);
+    d.op = GemmOp::kScaledGemm;
+    if (c.b_type != c.a_type) d.dtype_b = c.b_type == CUDA_R_8F_E4M3 ? DataType::kF8E4M3 : DataType::kF8E5M2;
+    d.out_dtype = *out;
+    d.lda = c.lda, d.ldb = c.ldb, d.ldc = c.ldc;
+    d.alpha = *static_cast<const float*>(c.alpha);
+    d.beta = *static_cast<const float*>(c.beta);
+  } else if (!map_cublas_gemm(c, &d, why)) {
+    return false;
+  }
+  if (!call.c_is_d && d.beta != 0) {
+    *why = "C apart from D with beta != 0 (our GEMMs update C in place)";
+    return false;
+  }
+  switch (call.epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT: break;
+    case CUBLASLT_EPILOGUE_BIAS: d.epilogue = Epilogue::kBias; break;
+    case CUBLASLT_EPILOGUE_RELU_BIAS: d.epilogue = Epilogue::kBiasRelu; break;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: d.epilogue = Epilogue::kBiasGelu; break;
+    default:
+      *why = fmt::format("epilogue {}", call.epilogue);
+      return false;
+  }
+  if (d.epilogue != Epilogue::kNone) {
+    if (call.bias == nullptr) {
+      *why = "a bias epilogue without a bias pointer";
+      return false;
+    }
+    if (call.bias_type_set && data_type(call.bias_type) != std::optional<DataType>(d.out_dtype)) {
+      *why = fmt::format("a bias of type {} for an output of another type", static_cast<int>(call.bias_type));
+      return false;
+    }
+    if (d.op == GemmOp::kGemmStridedBatched || d.beta != 0) {
+      *why = "a bias epilogue with batches or beta != 0";
+      return false;
+    }
+    if (d.op == GemmOp::kGemm) d.op = GemmOp::kGemmAndBias;
+  }
   const Status v = validate(d);
   if (!v.is_ok()) {
     *why = "not a problem we serve: " + v.message();

@@ -44,4 +44,29 @@ CublasGemmCall hgemm_call(cublasOperation_t ta, cublasOperation_t tb, int m, int
 /// precise than ours or of another kind, mixed or unsupported data types, empty or invalid sizes.
 bool map_cublas_gemm(const CublasGemmCall& call, GemmDesc* desc, std::string* why);
 
+/// One cublasLtMatmul call as its descriptors describe it (read by the interposer with
+/// cublasLtMatmulDescGetAttribute / cublasLtMatrixLayoutGetAttribute). `base` holds what a plain GEMM
+/// has, with C being the output D (its type, leading dimension and stride).
+struct CublasLtCall {
+  CublasGemmCall base;
+  cudaDataType_t scale_type = CUDA_R_32F;
+  bool c_is_d = true;             ///< C and D are the same matrix (else beta must be 0: C is not read)
+  std::uint32_t epilogue = 1;     ///< cublasLtEpilogue_t; 1 = CUBLASLT_EPILOGUE_DEFAULT
+  const void* bias = nullptr;
+  bool bias_type_set = false;     ///< CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE given (else the output's)
+  cudaDataType_t bias_type = CUDA_R_32F;
+  const void* scale_a = nullptr;  ///< FP8: device pointers to one float each
+  const void* scale_b = nullptr;
+  const void* scale_d = nullptr;  ///< an FP8 output's scale, and its amax: we do not serve those
+  const void* amax_d = nullptr;
+  bool fast_accum = false;
+  std::string unsupported;        ///< set by the reader for anything else it found (row order, ...)
+};
+
+/// Our problem for `call`, or false with `why`: everything map_cublas_gemm refuses, plus epilogues
+/// other than none, bias, ReLU + bias and GELU + bias, a bias of another type than the output, a
+/// bias with batches or beta != 0, C apart from D with beta != 0, FP8 without both scales or with an
+/// FP8 output, fast accumulation, and whatever the reader marked unsupported.
+bool map_cublaslt_matmul(const CublasLtCall& call, GemmDesc* desc, std::string* why);
+
 }  // namespace tunable

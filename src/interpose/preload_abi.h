@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TUNABLE_PRELOAD_ABI 1
+#define TUNABLE_PRELOAD_ABI 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,7 +26,8 @@ enum TunablePreloadEntry {
   TUNABLE_ENTRY_GEMM_STRIDED_BATCHED_EX = 3,
   TUNABLE_ENTRY_SGEMM_STRIDED_BATCHED = 4,
   TUNABLE_ENTRY_HGEMM_STRIDED_BATCHED = 5,
-  TUNABLE_ENTRY_COUNT = 6
+  TUNABLE_ENTRY_LT_MATMUL = 6,
+  TUNABLE_ENTRY_COUNT = 7
 };
 
 /* One cuBLAS GEMM call, its enums as ints (cublasOperation_t, cudaDataType_t, cublasComputeType_t). */
@@ -53,11 +54,34 @@ struct TunablePreloadGemm {
   size_t workspace_bytes;
 };
 
+/* One cublasLtMatmul call as it came (the descriptors are read by the library, which links
+ * cuBLASLt; the shim does not). */
+struct TunablePreloadLt {
+  void* handle;       /* cublasLtHandle_t */
+  void* desc;         /* cublasLtMatmulDesc_t */
+  const void* alpha;
+  const void* a;
+  void* a_layout;     /* cublasLtMatrixLayout_t */
+  const void* b;
+  void* b_layout;
+  const void* beta;
+  const void* c;
+  void* c_layout;
+  void* d;
+  void* d_layout;
+  const void* algo;   /* const cublasLtMatmulAlgo_t*, may be NULL */
+  void* workspace;
+  size_t workspace_bytes;
+  void* stream;       /* cudaStream_t */
+};
+
 /* The library's side, looked up by name with dlsym. */
 typedef int (*tunable_preload_abi_fn)(void);
 /* 1: the library ran the GEMM on the handle's stream; 0: the shim must call the real cuBLAS.
  * Never fails otherwise: an internal error is reported once and the call is forwarded. */
 typedef int (*tunable_preload_gemm_fn)(const struct TunablePreloadGemm* call);
+/* The same for cublasLtMatmul. */
+typedef int (*tunable_preload_lt_fn)(const struct TunablePreloadLt* call);
 
 /* Totals so far (tests and tools): served, forwarded as not ours, forwarded for want of a result,
  * forwarded inside a capture before any context existed, forwarded after an internal failure. */

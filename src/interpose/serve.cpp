@@ -6,6 +6,7 @@
 // anything but tuning (which the user asked for): any internal failure is reported once and turns
 // into forwarding. Inside a stream capture nothing is created, tuned, allocated or synchronized:
 // a problem without a result there is forwarded (and recorded as untuned for the next run).
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -38,7 +39,7 @@ constexpr const char* kOutcomeNames[kOutcomes] = {"served", "forwarded: not a pr
                                                   "forwarded: internal failure"};
 constexpr const char* kEntryNames[TUNABLE_ENTRY_COUNT] = {"cublasGemmEx", "cublasSgemm", "cublasHgemm",
                                                           "cublasGemmStridedBatchedEx", "cublasSgemmStridedBatched",
-                                                          "cublasHgemmStridedBatched"};
+                                                          "cublasHgemmStridedBatched", "cublasLtMatmul"};
 
 class Interposer {
  public:
@@ -93,9 +94,16 @@ class Interposer {
 
   int serve(const TunablePreloadGemm& call) {
     if (!active_.load(std::memory_order_relaxed)) return 0;
-    const int entry = call.entry >= 0 && call.entry < TUNABLE_ENTRY_COUNT ? call.entry : 0;
+    const int entry = call.entry >= 0 && call.entry < TUNABLE_ENTRY_LT_MATMUL ? call.entry : 0;
     const Outcome o = serve_one(call);
     counts_[entry][o].fetch_add(1, std::memory_order_relaxed);
+    return o == kServed ? 1 : 0;
+  }
+
+  int serve_lt(const TunablePreloadLt& call) {
+    if (!active_.load(std::memory_order_relaxed)) return 0;
+    const Outcome o = serve_lt_one(call);
+    counts_[TUNABLE_ENTRY_LT_MATMUL][o].fetch_add(1, std::memory_order_relaxed);
     return o == kServed ? 1 : 0;
   }
 
@@ -163,6 +171,143 @@ class Interposer {
       note_unmapped(why);
       return kUnmapped;
     }
+    return run_mapped(d, GemmOperands{call.a, call.b, call.c}, stream, call.workspace, call.workspace_bytes);
+  }
+
+  Outcome serve_lt_one(const TunablePreloadLt& call) {
+    CublasLtCall c;
+    std::string why;
+    if (!read_lt_call(call, &c, &why)) return fail(why);
+    GemmDesc d;
+    if (!map_cublaslt_matmul(c, &d, &why)) {
+      note_unmapped(why);
+      return kUnmapped;
+    }
+    GemmOperands ops{call.a, call.b, call.d};
+    ops.bias = c.bias;
+    ops.scale_a = static_cast<const float*>(c.scale_a);
+    ops.scale_b = static_cast<const float*>(c.scale_b);
+    return run_mapped(d, ops, static_cast<cudaStream_t>(call.stream), call.workspace, call.workspace_bytes);
+  }
+
+  // cublasLtMatmul's descriptors as a CublasLtCall; false (an internal failure) only when cuBLASLt
+  // refuses to report an attribute. What we do not serve is marked in `unsupported`.
+  static bool read_lt_call(const TunablePreloadLt& call, CublasLtCall* out, std::string* why) {
+    auto desc = static_cast<cublasLtMatmulDesc_t>(call.desc);
+    bool ok = true;
+    auto get = [&](cublasLtMatmulDescAttributes_t a, auto* v) {
+      std::size_t written = 0;
+      if (cublasLtMatmulDescGetAttribute(desc, a, v, sizeof *v, &written) != CUBLAS_STATUS_SUCCESS) ok = false;
+      return written;
+    };
+    std::int32_t compute = 0, scale = 0, pmode = 0, ta = 0, tb = 0, tc = 0, bias_type = -1;
+    std::uint32_t epilogue = 0;
+    std::int8_t fast = 0;
+    const void *bias = nullptr, *sa = nullptr, *sb = nullptr, *sd = nullptr, *amax = nullptr, *aux = nullptr;
+    get(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute);
+    get(CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale);
+    get(CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmode);
+    get(CUBLASLT_MATMUL_DESC_TRANSA, &ta);
+    get(CUBLASLT_MATMUL_DESC_TRANSB, &tb);
+    get(CUBLASLT_MATMUL_DESC_TRANSC, &tc);
+    get(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue);
+    get(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias);
+    get(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type);
+    get(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa);
+    get(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb);
+    get(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &sd);
+    get(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax);
+    get(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux);
+    get(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast);
+    std::int32_t a_mode = 0, b_mode = 0;  // block-scaled FP8 (cuBLAS 12.8+): not ours
+    get(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode);
+    get(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode);
+    if (!ok) {
+      *why = "cuBLASLt refused to report a matmul descriptor attribute";
+      return false;
+    }
+    struct Layout {
+      std::uint32_t type = 0;
+      std::int32_t order = 0, batch = 1;
+      std::uint64_t rows = 0, cols = 0;
+      std::int64_t ld = 0, stride = 0;
+    };
+    auto layout = [&](void* l, Layout* v) {
+      auto h = static_cast<cublasLtMatrixLayout_t>(l);
+      std::size_t w = 0;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_TYPE, &v->type, sizeof v->type, &w) ==
+            CUBLAS_STATUS_SUCCESS;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_ORDER, &v->order, sizeof v->order, &w) ==
+            CUBLAS_STATUS_SUCCESS;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_ROWS, &v->rows, sizeof v->rows, &w) ==
+            CUBLAS_STATUS_SUCCESS;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_COLS, &v->cols, sizeof v->cols, &w) ==
+            CUBLAS_STATUS_SUCCESS;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_LD, &v->ld, sizeof v->ld, &w) ==
+            CUBLAS_STATUS_SUCCESS;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &v->batch, sizeof v->batch, &w) ==
+            CUBLAS_STATUS_SUCCESS;
+      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &v->stride,
+                                             sizeof v->stride, &w) == CUBLAS_STATUS_SUCCESS;
+    };
+    if (call.desc == nullptr || call.a_layout == nullptr || call.b_layout == nullptr || call.c_layout == nullptr ||
+        call.d_layout == nullptr) {
+      out->unsupported = "a null descriptor";
+      return true;
+    }
+    Layout la, lb, lc, ld;
+    layout(call.a_layout, &la);
+    layout(call.b_layout, &lb);
+    layout(call.c_layout, &lc);
+    layout(call.d_layout, &ld);
+    if (!ok) {
+      *why = "cuBLASLt refused to report a matrix layout attribute";
+      return false;
+    }
+    CublasGemmCall& g = out->base;
+    g.transa = static_cast<cublasOperation_t>(ta);
+    g.transb = static_cast<cublasOperation_t>(tb);
+    g.m = static_cast<std::int64_t>(ld.rows);
+    g.n = static_cast<std::int64_t>(ld.cols);
+    g.k = static_cast<std::int64_t>(ta == CUBLAS_OP_N ? la.cols : la.rows);
+    g.a_type = static_cast<cudaDataType_t>(la.type);
+    g.b_type = static_cast<cudaDataType_t>(lb.type);
+    g.c_type = static_cast<cudaDataType_t>(ld.type);
+    g.lda = la.ld, g.ldb = lb.ld, g.ldc = ld.ld;
+    g.batch = ld.batch;
+    g.strided = ld.batch > 1;
+    g.stride_a = la.stride, g.stride_b = lb.stride, g.stride_c = ld.stride;
+    g.compute = static_cast<cublasComputeType_t>(compute);
+    g.pointer_mode = pmode == CUBLASLT_POINTER_MODE_HOST ? CUBLAS_POINTER_MODE_HOST : CUBLAS_POINTER_MODE_DEVICE;
+    g.alpha = call.alpha, g.beta = call.beta;
+    out->scale_type = static_cast<cudaDataType_t>(scale);
+    out->c_is_d = call.c == call.d && lc.type == ld.type && lc.ld == ld.ld && lc.rows == ld.rows &&
+                  lc.cols == ld.cols && lc.batch == ld.batch && lc.stride == ld.stride && lc.order == ld.order;
+    out->epilogue = epilogue;
+    out->bias = bias;
+    out->bias_type_set = bias_type != -1;  // -1: the default, the output's type
+    out->bias_type = static_cast<cudaDataType_t>(bias_type);
+    out->scale_a = sa, out->scale_b = sb, out->scale_d = sd, out->amax_d = amax;
+    out->fast_accum = fast != 0;
+    const std::uint64_t k_b = tb == CUBLAS_OP_N ? lb.rows : lb.cols, n_b = tb == CUBLAS_OP_N ? lb.cols : lb.rows;
+    const std::uint64_t m_a = ta == CUBLAS_OP_N ? la.rows : la.cols;
+    if (la.order != CUBLASLT_ORDER_COL || lb.order != CUBLASLT_ORDER_COL || lc.order != CUBLASLT_ORDER_COL ||
+        ld.order != CUBLASLT_ORDER_COL)
+      out->unsupported = "a matrix layout other than column-major";
+    else if (tc != CUBLAS_OP_N)
+      out->unsupported = "a transposed C";
+    else if (aux != nullptr)
+      out->unsupported = "an epilogue auxiliary output";
+    else if (a_mode != 0 || b_mode != 0)
+      out->unsupported = "block-scaled FP8 (scale modes)";
+    else if (m_a != ld.rows || k_b != static_cast<std::uint64_t>(g.k) || n_b != ld.cols)
+      out->unsupported = "operand layouts that do not chain (A, B and D shapes disagree)";
+    else if (la.batch != ld.batch || lb.batch != ld.batch)
+      out->unsupported = "batch counts that differ between operands";
+    return true;
+  }
+
+  Outcome run_mapped(const GemmDesc& d, const GemmOperands& ops, cudaStream_t stream, void* ws, std::size_t ws_bytes) {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
       (void)cudaGetLastError();
@@ -170,9 +315,8 @@ class Interposer {
     }
     Context* ctx = context(dev, stream);
     if (ctx == nullptr) return broken_[dev].load() ? kFailed : kCaptureBeforeContext;
-    GemmOperands ops{call.a, call.b, call.c};
     bool served = false;
-    const Status st = gemm_if_tuned(*ctx, d, ops, stream, call.workspace, call.workspace_bytes, &served);
+    const Status st = gemm_if_tuned(*ctx, d, ops, stream, ws, ws_bytes, &served);
     if (!st.is_ok()) {
       // A problem our validation refuses with these pointers (alignment) is cuBLAS's to run;
       // anything else is an internal failure, reported once.
@@ -286,6 +430,15 @@ __attribute__((visibility("default"))) int tunable_preload_counts(uint64_t* out,
   const int k = n < tunable::kOutcomes ? n : tunable::kOutcomes;
   tunable::Interposer::get().totals(out, k);
   return k;
+}
+
+__attribute__((visibility("default"))) int tunable_preload_lt(const TunablePreloadLt* call) {
+  if (call == nullptr) return 0;
+  try {
+    return tunable::Interposer::get().serve_lt(*call);
+  } catch (...) {
+    return 0;
+  }
 }
 
 // The Python package's GEMM modes (tunable.enable()): see preload_abi.h. 0 on success, else the

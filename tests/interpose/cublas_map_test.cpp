@@ -1,5 +1,6 @@
 // The mapping from cuBLAS GEMM arguments to our problems, for every case PyTorch produces and the
 // ones the interposer must forward untouched.
+#include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
@@ -172,6 +173,93 @@ TEST(CublasMap, WhatIsForwardedAndWhy) {
   forwarded(c, "not a problem we serve");
   c = linear_call(CUDA_R_16BF, 64, 8, 128, nullptr, &kZero);
   forwarded(c, "null alpha");
+}
+
+// cublasLtMatmul as PyTorch calls it: F.linear with a bias (an epilogue, beta 0), addmm's GELU,
+// torch._scaled_mm (FP8 with scale pointers, bf16 out), and what goes to cuBLASLt as it came.
+CublasLtCall lt_call(cudaDataType_t t, std::int64_t n_out, std::int64_t tokens, std::int64_t k) {
+  CublasLtCall c;
+  c.base = linear_call(t, n_out, tokens, k, &kOne, &kZero);
+  return c;
+}
+
+TEST(CublasLtMap, BiasEpiloguesFp8AndPlain) {
+  static const int bias_storage = 0;
+  const void* bias = &bias_storage;
+  GemmDesc d;
+  std::string why;
+  CublasLtCall c = lt_call(CUDA_R_16BF, 4096, 8, 4096);
+  ASSERT_TRUE(map_cublaslt_matmul(c, &d, &why)) << why;
+  EXPECT_EQ(d.op, GemmOp::kGemm);
+  for (auto [epi, ours] : {std::pair{CUBLASLT_EPILOGUE_BIAS, Epilogue::kBias},
+                           std::pair{CUBLASLT_EPILOGUE_RELU_BIAS, Epilogue::kBiasRelu},
+                           std::pair{CUBLASLT_EPILOGUE_GELU_BIAS, Epilogue::kBiasGelu}}) {
+    c.epilogue = epi;
+    c.bias = bias;
+    ASSERT_TRUE(map_cublaslt_matmul(c, &d, &why)) << why;
+    EXPECT_EQ(d.op, GemmOp::kGemmAndBias);
+    EXPECT_EQ(d.epilogue, ours);
+    EXPECT_EQ(params_signature(d).empty(), false);
+  }
+  // C apart from D with beta 0: D is the output.
+  c.c_is_d = false;
+  ASSERT_TRUE(map_cublaslt_matmul(c, &d, &why)) << why;
+  // torch._scaled_mm: e4m3 x e4m3 (and e5m2 B), bf16 out, per-tensor scales.
+  static const float sa = 1, sb = 1;
+  CublasLtCall f = lt_call(CUDA_R_8F_E4M3, 4096, 16, 4096);
+  f.base.c_type = CUDA_R_16BF;
+  f.scale_a = &sa, f.scale_b = &sb;
+  ASSERT_TRUE(map_cublaslt_matmul(f, &d, &why)) << why;
+  EXPECT_EQ(d.op, GemmOp::kScaledGemm);
+  EXPECT_EQ(d.out_dtype, DataType::kBF16);
+  EXPECT_FALSE(d.dtype_b.has_value());
+  f.base.b_type = CUDA_R_8F_E5M2;
+  ASSERT_TRUE(map_cublaslt_matmul(f, &d, &why)) << why;
+  EXPECT_EQ(d.dtype_b, DataType::kF8E5M2);
+}
+
+TEST(CublasLtMap, WhatIsForwardedAndWhy) {
+  static const int bias_storage = 0;
+  static const float scale = 1;
+  auto forwarded = [](const CublasLtCall& c, const char* reason) {
+    GemmDesc d;
+    std::string why;
+    EXPECT_FALSE(map_cublaslt_matmul(c, &d, &why)) << reason;
+    EXPECT_NE(why.find(reason), std::string::npos) << "why: " << why;
+  };
+  CublasLtCall c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  c.bias = &bias_storage;
+  forwarded(c, "epilogue");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  forwarded(c, "without a bias pointer");
+  c.bias = &bias_storage;
+  c.bias_type_set = true;
+  c.bias_type = CUDA_R_32F;  // fp32 bias for a bf16 output
+  forwarded(c, "a bias of type");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.base.beta = &kOne;
+  c.c_is_d = false;
+  forwarded(c, "C apart from D with beta != 0");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.unsupported = "a matrix layout other than column-major";
+  forwarded(c, "column-major");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.scale_type = CUDA_R_16F;
+  forwarded(c, "scale type");
+  CublasLtCall f = lt_call(CUDA_R_8F_E4M3, 64, 16, 128);
+  f.base.c_type = CUDA_R_16BF;
+  forwarded(f, "both A and B scale pointers");
+  f.scale_a = &scale, f.scale_b = &scale;
+  f.scale_d = &scale;
+  forwarded(f, "FP8 output scale");
+  f.scale_d = nullptr;
+  f.fast_accum = true;
+  forwarded(f, "fast accumulation");
+  f.fast_accum = false;
+  f.base.c_type = CUDA_R_8F_E4M3;
+  forwarded(f, "FP8 with types");
 }
 
 }  // namespace

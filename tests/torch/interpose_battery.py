@@ -63,6 +63,31 @@ def cases():
             a, b = big[:, 100:356], rand(gen, 256, 64, dtype=dtype)
             return a @ b, a.double() @ b.double()
         out.append((f"mm_{d}_sliced_lda", 256, sliced))
+        # F.linear with a bias and addmm with a 1-D bias: cublasLtMatmul with the bias epilogue.
+        for m, k, n in ((1, 4096, 4096), (8, 2048, 2560), (16, 1024, 1000)):
+            def linear_bias(gen, m=m, k=k, n=n, dtype=dtype):
+                x, w, b = rand(gen, m, k, dtype=dtype), rand(gen, n, k, dtype=dtype), rand(gen, n, dtype=dtype)
+                return torch.nn.functional.linear(x, w, b), x.double() @ w.double().t() + b.double()
+            out.append((f"linear_bias_{d}_m{m}_k{k}_n{n}", k, linear_bias))
+        if dtype != torch.float32:
+            # bias + ReLU / GELU-tanh epilogues (torch._addmm_activation, as fused linear layers call it).
+            for gelu in (False, True):
+                def act(gen, gelu=gelu, dtype=dtype):
+                    b, a, w = rand(gen, 768, dtype=dtype), rand(gen, 8, 512, dtype=dtype), rand(gen, 512, 768, dtype=dtype)
+                    y = a.double() @ w.double() + b.double()
+                    ref = torch.nn.functional.gelu(y, approximate="tanh") if gelu else torch.relu(y)
+                    return torch._addmm_activation(b, a, w, use_gelu=gelu), ref
+                out.append((f"addmm_{'gelu' if gelu else 'relu'}_{d}", 512, act))
+    # torch._scaled_mm: FP8 e4m3 with per-tensor scales, bf16 out (cublasLtMatmul with scale pointers).
+    for m, k, n in ((16, 4096, 4096), (32, 2048, 1024)):
+        def scaled(gen, m=m, k=k, n=n):
+            x = rand(gen, m, k, dtype=torch.float32).to(torch.float8_e4m3fn)
+            w = rand(gen, n, k, dtype=torch.float32).to(torch.float8_e4m3fn)
+            sa = torch.tensor(0.5, device="cuda")
+            sb = torch.tensor(1.5, device="cuda")
+            y = torch._scaled_mm(x, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+            return y, (x.double() * 0.5) @ (w.double() * 1.5).t()
+        out.append((f"scaled_mm_e4m3_m{m}_k{k}_n{n}", k, scaled))
     return out
 
 

@@ -8,6 +8,7 @@
 // GEMM, when the program has loaded its cuBLAS, whose soname libtunable.so's dependency then
 // matches. libtunable.so's own cuBLAS calls land here too (symbol interposition applies to every
 // library): a per-thread depth sends them straight to cuBLAS.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
@@ -36,7 +37,8 @@ void warn(const char* what, const char* detail) {
 // privately, the loaded libcublas itself.
 void* real_symbol(const char* name) {
   if (void* p = dlsym(RTLD_NEXT, name)) return p;
-  for (const char* lib : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+  for (const char* lib : {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "libcublasLt.so.13",
+                          "libcublasLt.so.12", "libcublasLt.so"}) {
     if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
       void* p = dlsym(h, name);
       dlclose(h);  // RTLD_NOLOAD took a reference on a library that stays loaded
@@ -69,10 +71,11 @@ std::string library_path() {
   return "libtunable.so";
 }
 
-// libtunable.so's entry once loaded. Loading is tried once at the first GEMM when TUNABLE_ENABLED is
+// libtunable.so's entries once loaded (the Lt entry is stored before the GEMM one, which publishes both). Loading is tried once at the first GEMM when TUNABLE_ENABLED is
 // set (a failure is said once); a program that starts disabled may attach later through
 // tunable_preload_attach (the Python package's tunable.enable()).
 std::atomic<tunable_preload_gemm_fn> g_fn{nullptr};
+std::atomic<tunable_preload_lt_fn> g_lt_fn{nullptr};
 std::atomic<bool> g_tried{false};
 std::mutex g_load_mu;
 
@@ -92,10 +95,13 @@ tunable_preload_gemm_fn load_library(bool force) {
   } else {
     auto abi = reinterpret_cast<tunable_preload_abi_fn>(dlsym(h, "tunable_preload_abi"));
     auto gemm = reinterpret_cast<tunable_preload_gemm_fn>(dlsym(h, "tunable_preload_gemm"));
-    if (abi == nullptr || gemm == nullptr || abi() != TUNABLE_PRELOAD_ABI)
+    auto lt = reinterpret_cast<tunable_preload_lt_fn>(dlsym(h, "tunable_preload_lt"));
+    if (abi == nullptr || gemm == nullptr || lt == nullptr || abi() != TUNABLE_PRELOAD_ABI) {
       warn("libtunable does not match this preload library", path.c_str());
-    else
+    } else {
+      g_lt_fn.store(lt, std::memory_order_release);
       g_fn.store(gemm, std::memory_order_release);
+    }
   }
   --t_depth;
   return g_fn.load(std::memory_order_acquire);
@@ -207,6 +213,26 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (t_depth == 0) forget_workspace(handle);
   return fn(handle);
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t light, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
+                              cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
+                              const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  static const auto fn = real<decltype(&cublasLtMatmul)>("cublasLtMatmul");
+  if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  // libtunable's own cuBLASLt calls (t_depth) go straight through.
+  if (t_depth == 0 && library() != nullptr) {
+    TunablePreloadLt l{light, desc,  alpha, A,    Adesc, B,         Bdesc,           beta,
+                       C,     Cdesc, D,     Ddesc, algo,  workspace, workspace_bytes, stream};
+    ++t_depth;
+    const int served = g_lt_fn.load(std::memory_order_acquire)(&l);
+    --t_depth;
+    if (served) return CUBLAS_STATUS_SUCCESS;
+  }
+  return fn(light, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspace_bytes,
+            stream);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
