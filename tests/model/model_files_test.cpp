@@ -1,14 +1,17 @@
 // Model files for the decode engine: safetensors headers (every bad case named, fuzzed), config.json
 // of each supported family, the tensors a configuration needs, the sharded index.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "model/config.hpp"
+#include "model/model_dir.hpp"
 #include "model/safetensors.hpp"
 #include "test_util.hpp"
 
@@ -248,6 +251,124 @@ TEST(ModelConfig, ShardIndexNamesFilesInTheDirectoryOnly) {
             std::string::npos);
   EXPECT_NE(parse_safetensors_index(R"({"weight_map":{"a":3}})", "index.json", &wm).message().find("not a file name"),
             std::string::npos);
+}
+
+// A model directory written the way save_pretrained writes one: a tiny Llama, its tensors in bf16.
+struct TinyModel {
+  test::TempDir dir;
+  std::string config = R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":8,
+    "intermediate_size":12,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1})";
+  std::map<std::string, std::vector<std::int64_t>> tensors;
+  TinyModel() {
+    ModelConfig c;
+    EXPECT_TRUE(parse_model_config(config, "config.json", &c).is_ok());
+    tensors = expected_tensors(c);
+    test::write_text(dir.file("config.json"), config);
+  }
+  // Writes `names` (default: all) into `file` with `dtype`.
+  void write(const std::string& file, std::vector<std::string> names = {}, const char* dtype = "BF16") {
+    if (names.empty())
+      for (const auto& [n, s] : tensors) names.push_back(n);
+    std::string h = "{";
+    std::uint64_t off = 0;
+    const std::uint64_t es = std::string(dtype) == "F32" ? 4 : std::string(dtype) == "I8" ? 1 : 2;
+    for (const std::string& n : names) {
+      const auto& shape = tensors.at(n);
+      std::uint64_t count = 1;
+      std::string dims;
+      for (std::int64_t d : shape) count *= static_cast<std::uint64_t>(d), dims += (dims.empty() ? "" : ",") + std::to_string(d);
+      h += fmt::format("{}\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", h.size() > 1 ? "," : "",
+                       n, dtype, dims, off, off + count * es);
+      off += count * es;
+    }
+    h += "}";
+    const auto bytes = file_of(h, off);
+    std::ofstream(dir.file(file), std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+};
+
+TEST(ModelDir, SingleFileAndShardsOpen) {
+  TinyModel m;
+  m.write("model.safetensors");
+  ModelDir d;
+  ASSERT_TRUE(open_model_dir(m.dir.path(), &d).is_ok());
+  EXPECT_EQ(d.tensors.size(), m.tensors.size());
+  EXPECT_EQ(d.config.num_layers, 2);
+
+  TinyModel s;
+  std::vector<std::string> first, second;
+  std::string wm;
+  for (const auto& [n, shape] : s.tensors) {
+    (n.find("layers.1.") == std::string::npos ? first : second).push_back(n);
+    wm += fmt::format("{}\"{}\":\"{}\"", wm.empty() ? "" : ",", n,
+                      n.find("layers.1.") == std::string::npos ? "model-00001-of-00002.safetensors"
+                                                               : "model-00002-of-00002.safetensors");
+  }
+  s.write("model-00001-of-00002.safetensors", first);
+  s.write("model-00002-of-00002.safetensors", second);
+  test::write_text(s.dir.file("model.safetensors.index.json"), "{\"weight_map\":{" + wm + "}}");
+  ASSERT_TRUE(open_model_dir(s.dir.path(), &d).is_ok());
+  EXPECT_EQ(d.files.size(), 2u);
+  EXPECT_EQ(d.tensors.size(), s.tensors.size());
+}
+
+TEST(ModelDir, BadDirectoriesAreNamed) {
+  ModelDir d;
+  {
+    test::TempDir empty;
+    const Status st = open_model_dir(empty.path(), &d);
+    EXPECT_EQ(st.code(), StatusCode::kIoError);
+    EXPECT_NE(st.message().find("no config.json"), std::string::npos) << st.message();
+  }
+  {
+    TinyModel m;  // no weights
+    EXPECT_NE(open_model_dir(m.dir.path(), &d).message().find("no model.safetensors"), std::string::npos);
+  }
+  {
+    TinyModel m;
+    std::vector<std::string> all;
+    for (const auto& [n, s] : m.tensors)
+      if (n != "model.norm.weight") all.push_back(n);
+    m.write("model.safetensors", all);
+    const Status st = open_model_dir(m.dir.path(), &d);
+    EXPECT_NE(st.message().find("missing tensor 'model.norm.weight'"), std::string::npos) << st.message();
+  }
+  {
+    TinyModel m;
+    m.write("model.safetensors", {}, "I8");
+    const Status st = open_model_dir(m.dir.path(), &d);
+    EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+    EXPECT_NE(st.message().find("is I8; weights must be BF16, F16 or F32"), std::string::npos) << st.message();
+  }
+  {
+    TinyModel m;  // the index names a shard that is not there, then a tensor its shard lacks
+    m.write("a.safetensors", {"model.norm.weight"});
+    test::write_text(m.dir.file("model.safetensors.index.json"),
+                     R"({"weight_map":{"model.norm.weight":"a.safetensors","lm_head.weight":"b.safetensors"}})");
+    Status st = open_model_dir(m.dir.path(), &d);
+    EXPECT_NE(st.message().find("shard 'b.safetensors' does not exist"), std::string::npos) << st.message();
+    test::write_text(m.dir.file("model.safetensors.index.json"),
+                     R"({"weight_map":{"model.norm.weight":"a.safetensors","lm_head.weight":"a.safetensors"}})");
+    st = open_model_dir(m.dir.path(), &d);
+    EXPECT_NE(st.message().find("the index puts tensor 'lm_head.weight' in this shard, which lacks it"),
+              std::string::npos) << st.message();
+  }
+  {
+    TinyModel m;  // a tensor in a shard the index does not put there
+    m.write("a.safetensors", {"model.norm.weight", "lm_head.weight"});
+    test::write_text(m.dir.file("model.safetensors.index.json"), R"({"weight_map":{"model.norm.weight":"a.safetensors"}})");
+    const Status st = open_model_dir(m.dir.path(), &d);
+    EXPECT_NE(st.message().find("tensor 'lm_head.weight' is in this shard but the index does not put it here"),
+              std::string::npos) << st.message();
+  }
+  {
+    TinyModel m;  // a corrupt header is named with its file
+    test::write_text(m.dir.file("model.safetensors"), "garbage!");
+    const Status st = open_model_dir(m.dir.path(), &d);
+    EXPECT_EQ(st.code(), StatusCode::kParseError);
+    EXPECT_NE(st.message().find("model.safetensors"), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace
