@@ -68,9 +68,9 @@ class GemmModes(unittest.TestCase):
             "print('start', tunable.current_gemm_mode())",
             "tunable.enable('record', results_file='/tmp/r.csv', untuned_file='/tmp/u.csv')",
             "print('enabled', tunable.current_gemm_mode())",
-            "with tunable.gemm_mode('tune', results_file='/tmp/t.csv'):",
-            "    print('inside', tunable.current_gemm_mode())",
-            "print('after', tunable.current_gemm_mode())",
+            "with tunable.gemm_mode('tune', results_file='/tmp/t.csv', untuned_file='/tmp/u2.csv'):",
+            "    print('inside', tunable.current_gemm_mode(), tunable._lib.untuned_file())",
+            "print('after', tunable.current_gemm_mode(), tunable._lib.untuned_file())",
             "tunable.disable()",
             "print('disabled', tunable.current_gemm_mode())",
             "try:\n tunable.enable('fast')\nexcept ValueError as e:\n print('ERR', e)",
@@ -81,8 +81,8 @@ class GemmModes(unittest.TestCase):
         out = r.stdout
         self.assertIn("start ('off', '/tmp/env.csv')", out)  # TUNABLE_ENABLED unset: off
         self.assertIn("enabled ('record', '/tmp/r.csv')", out)
-        self.assertIn("inside ('tune', '/tmp/t.csv')", out)
-        self.assertIn("after ('record', '/tmp/r.csv')", out)
+        self.assertIn("inside ('tune', '/tmp/t.csv') /tmp/u2.csv", out)
+        self.assertIn("after ('record', '/tmp/r.csv') /tmp/u.csv", out)
         self.assertIn("disabled ('off', '/tmp/r.csv')", out)
         self.assertIn("ERR GEMM mode must be one of ['off', 'record', 'tune', 'use'], not 'fast'", out)
         self.assertIn("ERR enable() takes use, record or tune", out)

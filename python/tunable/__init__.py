@@ -50,9 +50,10 @@ def gemm_mode(mode, results_file=None, untuned_file=None):
     """Within the block GEMMs run in `mode` (off, use, record, tune); the previous mode and results
     file come back after it, also when it raises."""
     prev_mode, prev_file = _lib.gemm_mode()
+    prev_untuned = _lib.untuned_file()
     _lib.set_gemm_mode(mode, results_file, untuned_file)
     try:
         yield
     finally:
-        _lib.set_gemm_mode(prev_mode, prev_file or None)
+        _lib.set_gemm_mode(prev_mode, prev_file, prev_untuned)
 

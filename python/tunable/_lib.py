@@ -68,6 +68,8 @@ def _declare(lib):
     lib.tunable_preload_configure.restype = i32
     lib.tunable_preload_mode.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.tunable_preload_mode.restype = i32
+    lib.tunable_preload_untuned_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.tunable_preload_untuned_file.restype = i32
 
 
 def lib():
@@ -106,6 +108,15 @@ def gemm_mode():
     buf = ctypes.create_string_buffer(4096)
     m = lib().tunable_preload_mode(buf, len(buf))
     return _MODE_NAMES.get(m, "off"), buf.value.decode()
+
+
+def untuned_file():
+    """The interposer's untuned file ('' without the preload)."""
+    if not preload_active():
+        return ""
+    buf = ctypes.create_string_buffer(4096)
+    lib().tunable_preload_untuned_file(buf, len(buf))
+    return buf.value.decode()
 
 
 def set_gemm_mode(mode, results_file=None, untuned_file=None):

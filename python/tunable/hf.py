@@ -55,10 +55,12 @@ def _patch_mlp(mlp, act_name, notes):
         notes.append("MLP left as is: gate/up projections with bias")
         return False
     inter = g.weight.shape[0]
-    fused = torch.nn.Parameter(torch.cat([g.weight.detach(), u.weight.detach()], 0), requires_grad=False)
+    fused = torch.cat([g.weight.detach(), u.weight.detach()], 0)
     g.weight = torch.nn.Parameter(fused[:inter], requires_grad=False)
     u.weight = torch.nn.Parameter(fused[inter:], requires_grad=False)
-    mlp._tunable_gate_up = fused
+    # A non-persistent buffer: it moves with .to() but stays out of state_dict (whose keys and values
+    # remain the model's own: gate_proj / up_proj are views of it).
+    mlp.register_buffer("_tunable_gate_up", fused, persistent=False)
 
     def forward(self, x):
         return self.down_proj(ops.act_and_mul(F.linear(x, self._tunable_gate_up), act))
@@ -108,6 +110,10 @@ def patch(model):
     if p.device.type != "cuda" or p.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ValueError(f"tunable.hf.patch: the model is {p.dtype} on {p.device}; move it to a CUDA device in "
                          "float32, float16 or bfloat16 first")
+    for m in model.modules():
+        if hasattr(m, "_hf_hook"):
+            raise ValueError("tunable.hf.patch: the model carries accelerate hooks (device_map or offloading); "
+                             "load it onto one GPU without them to patch it")
     for layer in layers:  # check every layer before changing any
         for name in ("input_layernorm", "post_attention_layernorm", "self_attn", "mlp"):
             if not hasattr(layer, name):

@@ -124,8 +124,23 @@ def _norm_args(x, weight, what):
     return weight.contiguous()
 
 
+def _empty_result(x, fp8, width=None):
+    """Outputs of an op on an empty tensor (nothing to launch), shaped as the fake implementations say."""
+    shape = x.shape if width is None else x.shape[:-1] + (width,)
+    out = torch.empty(shape, dtype=torch.float8_e4m3fn if fp8 is not None else x.dtype, device=x.device)
+    if fp8 is None:
+        return out, None
+    rows = 1
+    for s in x.shape[:-1]:
+        rows *= s
+    return out, (fp8.float().reshape(1).clone() if fp8 is not False
+                 else torch.empty(rows, dtype=torch.float32, device=x.device))
+
+
 def _rms_norm_impl(x, weight, eps, gemma=False, fp8=None):
     weight = _norm_args(x, weight, "rms_norm")
+    if x.numel() == 0:
+        return _empty_result(x, fp8)
     v, rows, stride = _rows(x, "x")
     out_dtype = torch.float8_e4m3fn if fp8 is not None else x.dtype
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
@@ -161,6 +176,8 @@ def _fused_add_impl(x, residual, weight, eps, gemma=False, fp8=None):
     if residual.shape != x.shape:
         raise ValueError(f"tunable.fused_add_rms_norm: residual has shape {tuple(residual.shape)}, x "
                          f"{tuple(x.shape)}")
+    if x.numel() == 0:
+        return _empty_result(x, fp8)
     v, rows, stride = _rows(x, "x")
     r, _, rstride = _rows(residual, "residual")
     if r.data_ptr() != residual.data_ptr():  # _rows had to copy: the update would not reach residual
@@ -201,6 +218,8 @@ def _act_impl(x, activation="silu", scale=None):
         raise ValueError(f"tunable.act_and_mul: activation must be one of {sorted(_ACTS)}, not {activation!r}")
     if x.shape[-1] % 2:
         raise ValueError(f"tunable.act_and_mul: the last dimension ({x.shape[-1]}) holds [gate | up] and must be even")
+    if x.numel() == 0:
+        return _empty_result(x, scale, x.shape[-1] // 2)[0]
     v, rows, stride = _rows(x, "x")
     d = x.shape[-1] // 2
     out = torch.empty(x.shape[:-1] + (d,), dtype=torch.float8_e4m3fn if scale is not None else x.dtype,

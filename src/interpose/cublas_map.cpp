@@ -197,8 +197,21 @@ bool map_cublaslt_matmul(const CublasLtCall& call, GemmDesc* desc, std::string* 
     *why = fmt::format("scale type {} with 32-bit compute", static_cast<int>(call.scale_type));
     return false;
   }
+  if (call.c_at_d && !call.c_is_d) {
+    *why = "C and D at one address with different layouts";
+    return false;
+  }
+  if (call.scale_c != nullptr || call.scale_d_out != nullptr) {
+    *why = "a C scale or D output scale";
+    return false;
+  }
   GemmDesc d;
   const bool fp8 = c.a_type == CUDA_R_8F_E4M3 || c.a_type == CUDA_R_8F_E5M2;
+  if (!fp8 && (call.scale_a != nullptr || call.scale_b != nullptr || call.scale_d != nullptr ||
+               call.amax_d != nullptr)) {
+    *why = "scale or amax pointers on a non-FP8 matmul";
+    return false;
+  }
   if (fp8) {
     if (call.scale_a == nullptr || call.scale_b == nullptr) {
       *why = "FP8 without both A and B scale pointers";
@@ -214,7 +227,8 @@ bool map_cublaslt_matmul(const CublasLtCall& call, GemmDesc* desc, std::string* 
     }
     const auto ta = transpose(c.transa), tb = transpose(c.transb);
     const auto out = data_type(c.c_type);
-    if (!ta || !tb || !out || (c.b_type != CUDA_R_8F_E4M3 && c.b_type != CUDA_R_8F_E5M2) || c.strided) {
+    if (!ta || !tb || !out || (c.b_type != CUDA_R_8F_E4M3 && c.b_type != CUDA_R_8F_E5M2) || c.strided ||
+        (c.a_type == CUDA_R_8F_E5M2 && c.b_type == CUDA_R_8F_E5M2)) {  // cuBLASLt has no e5m2 x e5m2
       *why = fmt::format("FP8 with types A {}, B {}, D {} or batches", static_cast<int>(c.a_type),
                          static_cast<int>(c.b_type), static_cast<int>(c.c_type));
       return false;
@@ -245,6 +259,11 @@ bool map_cublaslt_matmul(const CublasLtCall& call, GemmDesc* desc, std::string* 
   if (d.epilogue != Epilogue::kNone) {
     if (call.bias == nullptr) {
       *why = "a bias epilogue without a bias pointer";
+      return false;
+    }
+    // Unset, the bias has the output's type, except FP8 into fp32, where cuBLASLt reads a bf16 bias.
+    if (d.op == GemmOp::kScaledGemm && d.out_dtype == DataType::kF32 && !call.bias_type_set) {
+      *why = "an FP8 matmul into fp32 with cuBLASLt's default (bf16) bias";
       return false;
     }
     if (call.bias_type_set && data_type(call.bias_type) != std::optional<DataType>(d.out_dtype)) {

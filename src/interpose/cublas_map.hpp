@@ -59,6 +59,9 @@ struct CublasLtCall {
   const void* scale_b = nullptr;
   const void* scale_d = nullptr;  ///< an FP8 output's scale, and its amax: we do not serve those
   const void* amax_d = nullptr;
+  const void* scale_c = nullptr;  ///< C's scale and D's output scale: not served either
+  const void* scale_d_out = nullptr;
+  bool c_at_d = false;            ///< C and D share a pointer (then they must share a layout too)
   bool fast_accum = false;
   std::string unsupported;        ///< set by the reader for anything else it found (row order, ...)
 };

@@ -67,18 +67,35 @@ class Interposer {
       return Status(StatusCode::kInvalidArgument, fmt::format("unknown GEMM mode {}", mode));
     std::lock_guard<std::mutex> lock(create_mu_);
     Options o = options_;
-    o.enabled = mode != TUNABLE_GEMM_OFF;
-    o.tuning = mode == TUNABLE_GEMM_TUNE;
-    o.record_untuned = mode == TUNABLE_GEMM_RECORD;
     if (results) o.filename = results;
     if (untuned) o.untuned_filename = untuned;
-    options_ = o;
-    mode_ = mode;
-    for (int d = 0; d < kMaxDevices; ++d) {
-      if (Context* c = contexts_[d].exchange(nullptr)) retired_.push_back(c);
-      broken_[d] = false;
+    if (mode == TUNABLE_GEMM_OFF) {
+      // Off only stops serving: the contexts stay for the configuration that comes back, so a
+      // `with gemm_mode("off")` in a loop creates nothing.
+      options_.filename = o.filename, options_.untuned_filename = o.untuned_filename;
+      mode_ = mode;
+      active_ = false;
+      return Status::ok();
     }
-    active_ = o.enabled;
+    o.enabled = true;
+    o.tuning = mode == TUNABLE_GEMM_TUNE;
+    o.record_untuned = mode == TUNABLE_GEMM_RECORD;
+    // The configuration the live contexts were made with (contexts_ may still be empty).
+    const bool same = o.tuning == made_.tuning && o.record_untuned == made_.record_untuned &&
+                      o.filename == made_.filename && o.untuned_filename == made_.untuned_filename && made_.enabled;
+    options_ = o;
+    made_ = o;
+    mode_ = mode;
+    if (!same) {
+      // Fresh contexts: a context's choices for misses (Default while tuning was off) must not outlive
+      // the configuration that made them. The old ones stay alive (a call on another thread may be
+      // using one); each distinct change costs one set per device.
+      for (int d = 0; d < kMaxDevices; ++d) {
+        if (Context* c = contexts_[d].exchange(nullptr)) retired_.push_back(c);
+        broken_[d] = false;
+      }
+    }
+    active_ = true;
     return Status::ok();
   }
 
@@ -90,6 +107,11 @@ class Interposer {
   std::string results_file() {
     std::lock_guard<std::mutex> lock(create_mu_);
     return options_.filename;
+  }
+
+  std::string untuned_file() {
+    std::lock_guard<std::mutex> lock(create_mu_);
+    return options_.untuned_filename;
   }
 
   int serve(const TunablePreloadGemm& call) {
@@ -118,6 +140,7 @@ class Interposer {
     }
     active_ = options_.enabled;
     verbose_ = options_.verbose;
+    made_ = options_;
     mode_ = !options_.enabled ? TUNABLE_GEMM_OFF
             : options_.tuning ? TUNABLE_GEMM_TUNE
             : options_.record_untuned ? TUNABLE_GEMM_RECORD
@@ -219,13 +242,22 @@ class Interposer {
     get(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax);
     get(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux);
     get(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast);
-    std::int32_t a_mode = 0, b_mode = 0;  // block-scaled FP8 (cuBLAS 12.8+): not ours
-    get(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode);
-    get(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode);
+    const void *sc = nullptr, *sdo = nullptr;
+    get(CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, &sc);
+    get(CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER, &sdo);
     if (!ok) {
       *why = "cuBLASLt refused to report a matmul descriptor attribute";
       return false;
     }
+    // Block-scaled FP8 (cuBLAS 12.8+): a cuBLASLt too old to know the attribute cannot be using it.
+    std::int32_t a_mode = 0, b_mode = 0;
+    std::size_t w = 0;
+    if (cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof a_mode, &w) !=
+        CUBLAS_STATUS_SUCCESS)
+      a_mode = 0;
+    if (cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof b_mode, &w) !=
+        CUBLAS_STATUS_SUCCESS)
+      b_mode = 0;
     struct Layout {
       std::uint32_t type = 0;
       std::int32_t order = 0, batch = 1;
@@ -288,6 +320,8 @@ class Interposer {
     out->bias_type_set = bias_type != -1;  // -1: the default, the output's type
     out->bias_type = static_cast<cudaDataType_t>(bias_type);
     out->scale_a = sa, out->scale_b = sb, out->scale_d = sd, out->amax_d = amax;
+    out->scale_c = sc, out->scale_d_out = sdo;
+    out->c_at_d = call.c == call.d;
     out->fast_accum = fast != 0;
     const std::uint64_t k_b = tb == CUBLAS_OP_N ? lb.rows : lb.cols, n_b = tb == CUBLAS_OP_N ? lb.cols : lb.rows;
     const std::uint64_t m_a = ta == CUBLAS_OP_N ? la.rows : la.cols;
@@ -392,6 +426,7 @@ class Interposer {
   }
 
   Options options_;  // guarded by create_mu_ once constructed
+  Options made_;     // what contexts_ were (or will be) created with
   int mode_ = TUNABLE_GEMM_OFF;
   int verbose_ = 0;
   std::vector<Context*> retired_;  // contexts of earlier modes, never destroyed
@@ -452,6 +487,16 @@ __attribute__((visibility("default"))) int tunable_preload_configure(int mode, c
   } catch (const std::exception& e) {
     if (error && n) std::snprintf(error, n, "%s", e.what());
     return static_cast<int>(tunable::StatusCode::kInternal);
+  }
+}
+
+// The current untuned file (n bytes of `untuned`).
+__attribute__((visibility("default"))) int tunable_preload_untuned_file(char* untuned, size_t n) {
+  try {
+    if (untuned && n) std::snprintf(untuned, n, "%s", tunable::Interposer::get().untuned_file().c_str());
+    return 0;
+  } catch (...) {
+    return -1;
   }
 }
 

@@ -260,6 +260,23 @@ TEST(CublasLtMap, WhatIsForwardedAndWhy) {
   f.fast_accum = false;
   f.base.c_type = CUDA_R_8F_E4M3;
   forwarded(f, "FP8 with types");
+  f.base.c_type = CUDA_R_16BF;
+  f.base.a_type = f.base.b_type = CUDA_R_8F_E5M2;  // cuBLASLt has no e5m2 x e5m2 kernel
+  forwarded(f, "FP8 with types");
+  f.base.a_type = f.base.b_type = CUDA_R_8F_E4M3;
+  f.base.c_type = CUDA_R_32F;  // into fp32 with a bias of unset type: cuBLASLt reads bf16
+  f.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  f.bias = &bias_storage;
+  forwarded(f, "default (bf16) bias");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.scale_a = &scale;  // scales belong to FP8
+  forwarded(c, "scale or amax pointers on a non-FP8 matmul");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.scale_c = &scale;
+  forwarded(c, "a C scale");
+  c = lt_call(CUDA_R_16BF, 64, 8, 128);
+  c.c_at_d = true, c.c_is_d = false;
+  forwarded(c, "one address with different layouts");
 }
 
 }  // namespace

@@ -156,6 +156,19 @@ def _():
             raise AssertionError(f"no error for a call that should say {text!r}")
 
 
+@case("empty inputs give empty outputs, as the fake implementations say")
+def _():
+    x = torch.empty(0, 64, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(64, device="cuda", dtype=torch.bfloat16)
+    if ops.rms_norm(x, w, 1e-6).shape != (0, 64) or ops.act_and_mul(x).shape != (0, 32):
+        raise AssertionError("empty shapes")
+    if ops.fused_add_rms_norm(x, x.clone(), w, 1e-6).shape != (0, 64):
+        raise AssertionError("empty fused_add shape")
+    q, s = ops.rms_norm_fp8(x, w, 1e-6)
+    if q.shape != (0, 64) or s.shape != (0,):
+        raise AssertionError(f"empty fp8 shapes {tuple(q.shape)} {tuple(s.shape)}")
+
+
 @case("torch.library.opcheck: schema, fake implementations, mutation")
 def _():
     dt = torch.bfloat16
@@ -277,12 +290,15 @@ def _():
                     torch.nn.init.normal_(m.weight, std=0.2)
         model = model.to("cuda", torch.bfloat16).eval()
         ids = torch.randint(0, 512, (2, 24), device="cuda")
+        keys = set(model.state_dict())
         with torch.no_grad():
             ref = model(ids).logits.float()
             base32 = make()
             base32.load_state_dict({k: v.float() for k, v in model.state_dict().items()})
             ref32 = base32.to("cuda").eval()(ids).logits.float()
             tunable.hf.patch(model)
+            if set(model.state_dict()) != keys:
+                raise AssertionError(f"{name}: patching changed the state_dict keys")
             got = model(ids).logits.float()
             gen_ids = model.generate(ids[:1, :8], max_new_tokens=16, do_sample=False)
         d_patch = (got - ref32).abs().max().item()

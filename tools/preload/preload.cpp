@@ -156,6 +156,17 @@ int serve(TunablePreloadGemm* g) {
   return r;
 }
 
+// The real function, with this thread marked as inside cuBLAS: cuBLAS calls cuBLASLt through its
+// exported entry points, so without the mark a forwarded GEMM's inner cublasLtMatmul would come back
+// here and be mapped, counted and perhaps served a second time.
+template <class Fn, class... Args>
+cublasStatus_t forward(Fn fn, Args... args) {
+  ++t_depth;
+  const cublasStatus_t s = fn(args...);
+  --t_depth;
+  return s;
+}
+
 TunablePreloadGemm call_of(int entry, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
                            int64_t n, int64_t k, const void* alpha, const void* a, int64_t lda, const void* b,
                            int64_t ldb, const void* beta, void* c, int64_t ldc) {
@@ -205,14 +216,14 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   static const auto fn = real<decltype(&cublasSetStream_v2)>("cublasSetStream_v2");
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (t_depth == 0) forget_workspace(handle);  // cuBLAS resets the handle's workspace on a new stream
-  return fn(handle, stream);
+  return forward(fn, handle, stream);
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   static const auto fn = real<decltype(&cublasDestroy_v2)>("cublasDestroy_v2");
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (t_depth == 0) forget_workspace(handle);
-  return fn(handle);
+  return forward(fn, handle);
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t light, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
@@ -231,7 +242,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t light, cublasLtMatmulDesc_t desc,
     --t_depth;
     if (served) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(light, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspace_bytes,
+  return forward(fn, light, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspace_bytes,
             stream);
 }
 
@@ -251,7 +262,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
     g.compute_type = computeType;
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType,
+  return forward(fn, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType,
             algo);
 }
 
@@ -265,7 +276,7 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
         call_of(TUNABLE_ENTRY_SGEMM, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  return forward(fn, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
@@ -278,7 +289,7 @@ cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cubl
         call_of(TUNABLE_ENTRY_HGEMM, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  return forward(fn, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
@@ -302,7 +313,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     g.stride_a = strideA, g.stride_b = strideB, g.stride_c = strideC;
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype,
+  return forward(fn, handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype,
             ldc, strideC, batchCount, computeType, algo);
 }
 
@@ -320,7 +331,7 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
     g.stride_a = strideA, g.stride_b = strideB, g.stride_c = strideC;
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
+  return forward(fn, handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
             batchCount);
 }
 
@@ -338,7 +349,7 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_
     g.stride_a = strideA, g.stride_b = strideB, g.stride_c = strideC;
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
-  return fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
+  return forward(fn, handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
             batchCount);
 }
 
