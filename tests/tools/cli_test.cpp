@@ -178,6 +178,19 @@ TEST(Cli, RunSetsUpThePreloadAndTheModeAndPassesTheExitStatusOn) {
   EXPECT_EQ(rep.out.find("interposer"), std::string::npos) << rep.out;
 }
 
+TEST(Cli, ShowListsWhatARunRecorded) {
+  test::TempDir dir;
+  test::write_text(dir.file("u.csv"),
+                   "GemmTunableOp_BFloat16_TN,tn_4096_1_4096_ld_4096_4096_4096\n"
+                   "RmsNormTunableOp_BFloat16,rows_1_hidden_4096\n"
+                   "GemmTunableOp_BFloat16_TN,tn_4096_1_4096_ld_4096_4096_4096\n");
+  CliRun r = run_cli("show " + dir.file("u.csv"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("untuned file, 2 problems recorded (1 repeated lines)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rows_1_hidden_4096"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tune them with: tunable tune-file"), std::string::npos) << r.out;
+}
+
 TEST(Cli, ShowReadsAnInterposerReport) {
   test::TempDir dir;
   // Two processes appended their reports (a program that starts a child under the same preload).

@@ -333,6 +333,19 @@ int run_show(const ShowArgs& a) {
       fmt::print("{}: {} process(es), {} of {} GEMM calls served by tuned solutions\n", a.file, runs, served, total);
       return 0;
     }
+    // An untuned file (`tunable run --record`): what a run recorded, "op_signature,params_signature"
+    // per line; a results file's lines have a solution too.
+    if (!first.empty() && first.rfind("Validator,", 0) != 0 && std::count(first.begin(), first.end(), ',') == 1) {
+      std::size_t duplicates = 0, bad = 0;
+      const auto problems = read_unique_problems(a.file, &duplicates, &bad);
+      fmt::print("{}: untuned file, {} problems recorded{}\n", a.file, problems.size(),
+                 duplicates ? fmt::format(" ({} repeated lines)", duplicates) : std::string());
+      std::size_t w = 12;
+      for (const auto& [op, ps] : problems) w = std::max(w, op.size());
+      for (const auto& [op, ps] : problems) fmt::print("  {:<{}}  {}\n", op, w, ps);
+      fmt::print("tune them with: tunable tune-file {}\n", a.file);
+      return bad == 0 ? 0 : 3;
+    }
   }
   ResultsFileContents p;
   throw_if_error(read_results_file(a.file, &p));
