@@ -2,6 +2,7 @@
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
 #   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose python[-install] example2 ex2-record
+#                                   engine engine-bench
 #                                   multi-gpu sanitize demo bench-tune bench-verify sweep torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
@@ -119,6 +120,36 @@ for step in "$@"; do
         IFS=: read -r model batch extra <<< "$c"
         PYTHONPATH="/tmp/tunable_site:${PYTHONPATH:-}" B="$B" bash bench/example2/run.sh "$OUT" "$model" "$batch" $extra 2>&1 | grep -v Warning | tail -12
         check "example2: $c" "${PIPESTATUS[0]}"
+      done ;;
+    engine)
+      # The decode engine against transformers on small random models of every family
+      # (tests/torch/test_engine.py).
+      python3 tests/torch/test_engine.py "$OUT/engine_tests.json" --cli "$B/tools/tunable" --work /tmp/engine_tests \
+        > "$OUT/engine_tests.log" 2>&1
+      check "engine: GPU tests" "$?"
+      grep -E "^(ok|FAIL) |^  |cases" "$OUT/engine_tests.log" | head -60 ;;
+    engine-bench)
+      # tunable bench-model on random-weight models of real configurations; ENGINE_CASES lists
+      # MODEL:BATCHES[:PROMPT_LEN[:NEW_TOKENS]] (default gemma-2b:1,8 llama-3-8b:1,8), ENGINE_ARGS adds
+      # options (e.g. --tune), ENGINE_HF=1 also runs HF generate (compiled, static cache) on each
+      # model and batch in the same call.
+      for c in ${ENGINE_CASES:-gemma-2b:1,8 llama-3-8b:1,8}; do
+        IFS=: read -r model batches plen newt <<< "$c"
+        plen=${plen:-128}; newt=${newt:-256}
+        dir=/tmp/models/$model
+        [ -f "$dir/config.json" ] || python3 bench/engine/make_model.py "$dir" --model "$model" 2>&1 | grep -v Warning | tail -2
+        tag="${model}_p${plen}_${ENGINE_TAG:-default}"
+        $B/tools/tunable bench-model --model "$dir" --batch "$batches" --prompt-len "$plen" --new-tokens "$newt" \
+          --file "$OUT/engine_results.csv" --json "$OUT/engine_$tag.json" ${ENGINE_ARGS:-} 2>&1 | grep -v "loaded layer" | tail -12
+        check "engine-bench: $c" "${PIPESTATUS[0]}"
+        if [ "${ENGINE_HF:-0}" = 1 ]; then
+          for b in ${batches//,/ }; do
+            python3 bench/example2/hf_generate.py "$OUT/hf_${model}_b${b}_p${plen}.json" --model "$model" --batch "$b" \
+              --prompt-len "$plen" --new-tokens "$newt" 2>&1 | grep -v Warning | tail -2
+            check "engine-bench: HF $model b$b" "${PIPESTATUS[0]}"
+            python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('HF', sys.argv[2], 'b', j['batch'], 'prefill tok/s %.0f decode tok/s %.1f ms/step %.3f' % (j['prefill_tok_s'], j['decode_tok_s'], j['decode_ms_per_step']))" "$OUT/hf_${model}_b${b}_p${plen}.json" "$model"
+          done
+        fi
       done ;;
     python-install|python)
       # The Python package as pip installs it (the wheel built here, carried in .devcarry), then

@@ -244,4 +244,34 @@ Status parse_safetensors_index(const std::string& text, const std::string& what,
   return Status::ok();
 }
 
+Status parse_special_tokens(const std::string& text, const std::string& what, SpecialTokens* out) {
+  if (out == nullptr) return Status(StatusCode::kInvalidArgument, "parse_special_tokens: null output");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) return parse_error(what, "not a JSON object");
+  SpecialTokens t;
+  auto id = [&](const json& v, const char* field, std::int32_t* dst) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > INT32_MAX)
+      return parse_error(what, fmt::format("{} holds {}, not a token id", field, v.dump()));
+    *dst = static_cast<std::int32_t>(v.get<std::int64_t>());
+    return Status::ok();
+  };
+  if (auto e = j.find("eos_token_id"); e != j.end() && !e->is_null()) {
+    const json list = e->is_array() ? *e : json::array({*e});
+    for (const json& v : list) {
+      std::int32_t x = 0;
+      TUNABLE_RETURN_IF_ERROR(id(v, "eos_token_id", &x));
+      t.eos.push_back(x);
+    }
+  }
+  if (auto b = j.find("bos_token_id"); b != j.end() && !b->is_null())
+    TUNABLE_RETURN_IF_ERROR(id(*b, "bos_token_id", &t.bos));
+  *out = std::move(t);
+  return Status::ok();
+}
+
 }  // namespace tunable::model

@@ -56,4 +56,13 @@ Status check_tensors(const ModelConfig& c, const std::map<std::string, std::vect
 Status parse_safetensors_index(const std::string& text, const std::string& what,
                                std::map<std::string, std::string>* weight_map);
 
+/// End- and beginning-of-sequence ids as config.json or generation_config.json give them.
+struct SpecialTokens {
+  std::vector<std::int32_t> eos;  ///< eos_token_id: one id or a list
+  std::int32_t bos = -1;          ///< -1: none given
+};
+
+/// Reads eos_token_id and bos_token_id (absent or null: none) from a config file's text.
+Status parse_special_tokens(const std::string& text, const std::string& what, SpecialTokens* out);
+
 }  // namespace tunable::model

@@ -17,7 +17,15 @@ bool exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+/// A small JSON file: regular (a FIFO named config.json must not block the loader) and at most
+/// 64 MiB.
 Status read_text(const std::string& path, std::string* out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status(StatusCode::kIoError, fmt::format("cannot read '{}'", path));
+  if (!S_ISREG(st.st_mode)) return Status(StatusCode::kIoError, fmt::format("'{}' is not a regular file", path));
+  if (st.st_size > (64 << 20))
+    return Status(StatusCode::kParseError, fmt::format("'{}' is {} bytes; a config file is at most 64 MiB", path,
+                                                       static_cast<long long>(st.st_size)));
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status(StatusCode::kIoError, fmt::format("cannot read '{}'", path));
   std::ostringstream ss;
@@ -38,6 +46,16 @@ Status open_model_dir(const std::string& dir, ModelDir* out) {
   std::string text;
   TUNABLE_RETURN_IF_ERROR(read_text(cfg_path, &text));
   TUNABLE_RETURN_IF_ERROR(parse_model_config(text, cfg_path, &m.config));
+  TUNABLE_RETURN_IF_ERROR(parse_special_tokens(text, cfg_path, &m.tokens));
+  const std::string gen_path = dir + "/generation_config.json";
+  if (exists(gen_path)) {
+    std::string gen_text;
+    SpecialTokens gen;
+    TUNABLE_RETURN_IF_ERROR(read_text(gen_path, &gen_text));
+    TUNABLE_RETURN_IF_ERROR(parse_special_tokens(gen_text, gen_path, &gen));
+    if (!gen.eos.empty()) m.tokens.eos = gen.eos;
+    if (gen.bos >= 0) m.tokens.bos = gen.bos;
+  }
 
   // The shards and which tensors each must hold.
   std::map<std::string, std::set<std::string>> shard_tensors;  // file -> names the index gives it

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -369,6 +372,50 @@ TEST(ModelDir, BadDirectoriesAreNamed) {
     EXPECT_EQ(st.code(), StatusCode::kParseError);
     EXPECT_NE(st.message().find("model.safetensors"), std::string::npos) << st.message();
   }
+}
+
+TEST(ModelConfig, SpecialTokensAreReadAsOneIdOrAList) {
+  SpecialTokens t;
+  ASSERT_TRUE(parse_special_tokens(R"({"eos_token_id":2,"bos_token_id":1})", "c.json", &t).is_ok());
+  EXPECT_EQ(t.eos, std::vector<std::int32_t>{2});
+  EXPECT_EQ(t.bos, 1);
+  ASSERT_TRUE(parse_special_tokens(R"({"eos_token_id":[128001,128009],"bos_token_id":null})", "c.json", &t).is_ok());
+  EXPECT_EQ(t.eos, (std::vector<std::int32_t>{128001, 128009}));
+  EXPECT_EQ(t.bos, -1);
+  ASSERT_TRUE(parse_special_tokens("{}", "c.json", &t).is_ok());
+  EXPECT_TRUE(t.eos.empty());
+  for (const char* bad : {R"({"eos_token_id":"2"})", R"({"eos_token_id":[1,-3]})", R"({"bos_token_id":1.5})",
+                          R"({"eos_token_id":4294967296})", "[1]", "{"}) {
+    const Status st = parse_special_tokens(bad, "c.json", &t);
+    EXPECT_EQ(st.code(), StatusCode::kParseError) << bad;
+    EXPECT_NE(st.message().find("c.json"), std::string::npos) << st.message();
+  }
+}
+
+TEST(ModelDir, GenerationConfigOverridesTheEndTokens) {
+  TinyModel m;
+  m.write("model.safetensors");
+  ModelDir d;
+  ASSERT_TRUE(open_model_dir(m.dir.path(), &d).is_ok());
+  EXPECT_TRUE(d.tokens.eos.empty());
+  test::write_text(m.dir.file("generation_config.json"), R"({"eos_token_id":[7,9],"bos_token_id":3})");
+  ASSERT_TRUE(open_model_dir(m.dir.path(), &d).is_ok());
+  EXPECT_EQ(d.tokens.eos, (std::vector<std::int32_t>{7, 9}));
+  EXPECT_EQ(d.tokens.bos, 3);
+  test::write_text(m.dir.file("generation_config.json"), R"({"eos_token_id":"x"})");
+  const Status st = open_model_dir(m.dir.path(), &d);
+  EXPECT_NE(st.message().find("generation_config.json"), std::string::npos) << st.message();
+}
+
+TEST(ModelDir, AConfigThatIsNotARegularFileIsRefusedWithoutBlocking) {
+  TinyModel m;
+  m.write("model.safetensors");
+  std::remove(m.dir.file("config.json").c_str());
+  ASSERT_EQ(::mkfifo(m.dir.file("config.json").c_str(), 0600), 0);
+  ModelDir d;
+  const Status st = open_model_dir(m.dir.path(), &d);  // a FIFO would block a plain read forever
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("not a regular file"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -57,4 +57,41 @@ struct RunArgs {
 };
 int run_program(const RunArgs& a);
 
+/// What both engine commands take: the model directory and how to load it.
+struct ModelRunArgs {
+  std::string model;
+  int device = 0;
+  long long max_seq_len = 0;  ///< 0: generate: the model's (at most 4096); bench-model: prompt + new tokens
+  bool tune = false;          ///< tune every problem before capture, into the results file
+  std::string file;           ///< results file (default: TUNABLE_FILENAME, else tunable_results.csv)
+  bool no_graphs = false;
+  int prefill_chunk = 512;    ///< rows per prefill pass
+};
+
+/// `tunable generate`: token ids in, token ids out (streamed), optionally a JSON dump of the logits.
+struct GenerateArgs {
+  ModelRunArgs run;
+  std::string prompt_ids;  ///< "1,2,3"
+  int max_new_tokens = 64;
+  float temperature = 0.f;
+  int top_k = 0;
+  float top_p = 1.f;
+  unsigned long long seed = 0;
+  int batch = 1;
+  bool ignore_eos = false;
+  std::string dump;        ///< JSON: tokens, prompt logits, every step's logits
+};
+int run_generate(const GenerateArgs& a);
+
+/// `tunable bench-model`: prefill and decode tokens/s, bandwidth, GPU time by kernel kind, memory.
+struct BenchModelArgs {
+  ModelRunArgs run;
+  int prompt_len = 128;
+  int new_tokens = 256;
+  std::string batch = "1,8";
+  int runs = 3;
+  std::string json;
+};
+int run_bench_model(const BenchModelArgs& a);
+
 }  // namespace tunable::cli

@@ -64,6 +64,40 @@ int main(int argc, char** argv) {
   run->add_option("--report", ra.report, "append the interposer's report to this file instead of printing it");
   run->add_option("command", ra.command, "the program and its arguments, after --")->required()->expected(-1);
 
+  auto model_opts = [](CLI::App* c, ModelRunArgs& m) {
+    c->add_option("--model", m.model, "Hugging Face model directory (config.json, *.safetensors)")->required();
+    c->add_option("--device", m.device, "CUDA device ordinal")->check(CLI::Range(0, 1023))->capture_default_str();
+    c->add_option("--max-seq-len", m.max_seq_len, "positions the KV cache holds per sequence")
+        ->check(CLI::Range(0LL, 1LL << 24));
+    c->add_flag("--tune", m.tune, "tune every GEMM and fused op the model runs (before any graph capture)");
+    c->add_option("--file", m.file, "results file (default: TUNABLE_FILENAME, else tunable_results.csv)");
+    c->add_option("--prefill-chunk", m.prefill_chunk, "rows per prefill forward pass (longer prompts take several)")
+        ->check(CLI::Range(16, 16384))->capture_default_str();
+    c->add_flag("--no-graphs", m.no_graphs, "launch decode steps one kernel at a time instead of as CUDA graphs");
+  };
+  GenerateArgs ga;
+  auto* gen = app.add_subcommand("generate", "Generate tokens with the decode engine");
+  model_opts(gen, ga.run);
+  gen->add_option("--prompt-ids", ga.prompt_ids, "prompt as comma-separated token ids")->required();
+  gen->add_option("--max-new-tokens", ga.max_new_tokens)->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  gen->add_option("--temperature", ga.temperature, "0: greedy")->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  gen->add_option("--top-k", ga.top_k, "0: off")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  gen->add_option("--top-p", ga.top_p, "1: off")->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+  gen->add_option("--seed", ga.seed)->capture_default_str();
+  gen->add_option("--batch", ga.batch, "copies of the prompt generated together")->check(CLI::Range(1, 256))->capture_default_str();
+  gen->add_flag("--ignore-eos", ga.ignore_eos, "generate --max-new-tokens even past an end-of-sequence token");
+  gen->add_option("--dump", ga.dump, "write tokens, prompt logits and each step's logits as JSON (slow; for checks)");
+
+  BenchModelArgs ba;
+  auto* bench = app.add_subcommand("bench-model", "Prefill and decode tokens/s of the decode engine on random prompts");
+  model_opts(bench, ba.run);
+  bench->add_option("--prompt-len", ba.prompt_len, "prompt tokens (padded to a multiple of 8)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  bench->add_option("--new-tokens", ba.new_tokens)->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  bench->add_option("--batch", ba.batch, "batch sizes, comma-separated")->capture_default_str();
+  bench->add_option("--runs", ba.runs, "timed runs per batch size (medians)")->check(CLI::Range(1, 100))->capture_default_str();
+  bench->add_option("--json", ba.json, "also write the results as JSON");
+
   CLI11_PARSE(app, argc, argv);
   tf.file_given = tf_file->count() > 0;
   tf.verbose_given = tf_verbose->count() > 0;
@@ -73,7 +107,9 @@ int main(int argc, char** argv) {
     else if (*show) rc = run_show(sa);
     else if (*tfile) rc = run_tune_file(tf);
     else if (*run) rc = run_program(ra);
-    else std::fprintf(stderr, "tunable: a subcommand is required (tune, show, tune-file or run); see --help\n");
+    else if (*gen) rc = run_generate(ga);
+    else if (*bench) rc = run_bench_model(ba);
+    else std::fprintf(stderr, "tunable: a subcommand is required (tune, show, tune-file, run, generate or bench-model); see --help\n");
   } catch (const tunable::Error& e) {
     std::fprintf(stderr, "tunable: %s\n", e.what());
     return 1;

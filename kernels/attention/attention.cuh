@@ -1,0 +1,365 @@
+// Attention over a static KV cache for the decode engine: RoPE with the cache write (prefill),
+// causal prefill attention, and split-sequence decode attention (GQA/MQA-aware), for head
+// dimensions 64, 128 and 256 in bf16 or fp16 with fp32 math.
+//
+// The cache of one layer is [batch][kv_heads][max_seq][head_dim] (K and V apart): a sequence's
+// keys of one head are contiguous, so a decode block streams them with whole-row loads and a
+// prefill block copies key tiles with 16-byte loads. RoPE is Hugging Face's rotate_half form
+// (pairs i and i + head_dim / 2) with angles pos * inv_freq[i] in fp32 (inv_freq holds any
+// scaling, e.g. llama3's); rotated q and k are rounded to the element type once, as stored.
+//
+// Decode fuses RoPE and the cache write into attention: one block per (split, kv head, sequence)
+// rotates the query heads of its group itself, and the block whose span holds the new position
+// writes the new key and value and uses them, so a layer's attention is one launch. Splits of a
+// sequence are combined by the last block to finish (a counter per (sequence, kv head), reset by
+// that block), flash-decoding's reduction without a second kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/device_utils.cuh"
+
+namespace tunable::kernels {
+
+/// Query heads per KV head a decode block holds in registers at most.
+inline constexpr int kMaxAttnGroup = 16;
+
+template <class T>
+struct DecodeAttnParams {
+  const T* qkv;               ///< [rows, qkv_stride]: q (heads*D) | k (kv_heads*D) | v (kv_heads*D)
+  std::int64_t qkv_stride;
+  T* k_cache;                 ///< this layer's [batch][kv_heads][max_seq][D]
+  T* v_cache;
+  const int* positions;       ///< [rows]: the new token's position in its sequence (row r = sequence r)
+  const float* inv_freq;      ///< [D / 2]
+  T* out;                     ///< [rows, out_stride]: heads*D
+  std::int64_t out_stride;
+  float* part_acc;            ///< [rows][heads][splits][D]
+  float* part_ml;             ///< [rows][heads][splits][2]: running max, sum of exp
+  unsigned* counters;         ///< [rows][kv_heads], zero between launches
+  int heads, kv_heads, max_seq, splits, chunk_cap;
+  float scale;                ///< softmax scale (head_dim^-0.5)
+};
+
+__device__ __forceinline__ float attn_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float attn_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Rotates the pair (x[i], x[i + D/2]) by pos * inv_freq[i] and rounds to T.
+template <class T>
+__device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv_freq, T* o1, T* o2) {
+  float s, c;
+  sincosf(static_cast<float>(pos) * inv_freq, &s, &c);
+  *o1 = from_float<T>(x1 * c - x2 * s);
+  *o2 = from_float<T>(x2 * c + x1 * s);
+}
+
+inline constexpr int kDecodeAttnThreads = 128;
+
+/// Dynamic shared memory of a decode launch: rotated queries and the span's scores per head.
+inline std::size_t decode_attention_smem(int group, int head_dim, int chunk_cap) {
+  return static_cast<std::size_t>(group) * (head_dim + chunk_cap) * sizeof(float);
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(DecodeAttnParams<T> p) {
+  constexpr int kWarps = kDecodeAttnThreads / 32, kPerLane = D / 32;
+  extern __shared__ float smem[];
+  __shared__ float ml_s[kMaxAttnGroup][2];
+  __shared__ bool last_s;
+  const int split = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
+  const int group = p.heads / p.kv_heads;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float* q_s = smem;                  // [group][D]
+  float* s_s = smem + group * D;      // [group][chunk_cap]
+
+  pdl_launch_dependents();
+  pdl_wait();
+  const int pos = p.positions[row];
+  const int len = pos + 1;
+  const int chunk = (len + p.splits - 1) / p.splits;
+  const int s0 = min(split * chunk, len), s1 = min(len, s0 + chunk);
+  const T* qkv = p.qkv + row * p.qkv_stride;
+  for (int i = threadIdx.x; i < group * (D / 2); i += kDecodeAttnThreads) {
+    const int g = i / (D / 2), d = i - g * (D / 2);
+    const T* q = qkv + (kvh * group + g) * D;
+    T r1, r2;
+    rope_pair(to_float(q[d]), to_float(q[d + D / 2]), pos, p.inv_freq[d], &r1, &r2);
+    q_s[g * D + d] = to_float(r1) * p.scale;
+    q_s[g * D + d + D / 2] = to_float(r2) * p.scale;
+  }
+  const std::int64_t head_base = (static_cast<std::int64_t>(row) * p.kv_heads + kvh) * p.max_seq * D;
+  T* kc = p.k_cache + head_base;
+  T* vc = p.v_cache + head_base;
+  if (s0 <= pos && pos < s1) {
+    // The block that reads the new position writes it first (nobody else reads it this step).
+    const T* k = qkv + (p.heads + kvh) * D;
+    const T* v = qkv + (p.heads + p.kv_heads + kvh) * D;
+    for (int d = threadIdx.x; d < D / 2; d += kDecodeAttnThreads)
+      rope_pair(to_float(k[d]), to_float(k[d + D / 2]), pos, p.inv_freq[d], &kc[pos * D + d],
+                &kc[pos * D + d + D / 2]);
+    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) vc[pos * D + d] = v[d];
+  }
+  __syncthreads();
+
+  // Scores: a warp per key, each lane kPerLane contiguous elements of it.
+  const int n = s1 - s0;
+  for (int j = warp; j < n; j += kWarps) {
+    const Vec<T, kPerLane> kv = load_vec<Vec<T, kPerLane>>(kc + static_cast<std::int64_t>(s0 + j) * D + lane * kPerLane);
+    float kf[kPerLane];
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(kv.v[e]);
+    for (int g = 0; g < group; ++g) {
+      const float* q = q_s + g * D + lane * kPerLane;
+      float acc = 0.f;
+#pragma unroll
+      for (int e = 0; e < kPerLane; ++e) acc = fmaf(q[e], kf[e], acc);
+      acc = attn_warp_sum(acc);
+      if (lane == 0) s_s[g * p.chunk_cap + j] = acc;
+    }
+  }
+  __syncthreads();
+  for (int g = warp; g < group; g += kWarps) {
+    float* s = s_s + g * p.chunk_cap;
+    float m = -INFINITY;
+    for (int j = lane; j < n; j += 32) m = fmaxf(m, s[j]);
+    m = attn_warp_max(m);
+    float l = 0.f;
+    for (int j = lane; j < n; j += 32) {
+      const float e = __expf(s[j] - m);
+      s[j] = e;
+      l += e;
+    }
+    l = attn_warp_sum(l);
+    if (lane == 0) {
+      ml_s[g][0] = m;
+      ml_s[g][1] = l;
+    }
+  }
+  __syncthreads();
+
+  // P V for this span, unnormalized; every head of the group per thread so V is read once.
+  const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
+  for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
+    float acc[kMaxAttnGroup];
+#pragma unroll
+    for (int g = 0; g < kMaxAttnGroup; ++g) acc[g] = 0.f;
+    for (int j = 0; j < n; ++j) {
+      const float v = to_float(vc[static_cast<std::int64_t>(s0 + j) * D + d]);
+#pragma unroll
+      for (int g = 0; g < kMaxAttnGroup; ++g)
+        if (g < group) acc[g] = fmaf(s_s[g * p.chunk_cap + j], v, acc[g]);
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxAttnGroup; ++g)
+      if (g < group) p.part_acc[((part_row + kvh * group + g) * p.splits + split) * D + d] = acc[g];
+  }
+  if (threadIdx.x < group) {
+    float* ml = p.part_ml + ((part_row + kvh * group + threadIdx.x) * p.splits + split) * 2;
+    ml[0] = ml_s[threadIdx.x][0];
+    ml[1] = ml_s[threadIdx.x][1];
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned done = atomicAdd(&p.counters[row * p.kv_heads + kvh], 1u);
+    last_s = done == static_cast<unsigned>(p.splits) - 1;
+  }
+  __syncthreads();
+  if (!last_s) return;
+  __threadfence();
+  // The last span's block combines every span: weights exp(m_s - M), an empty span weighs 0.
+  for (int i = threadIdx.x; i < group * D; i += kDecodeAttnThreads) {
+    const int g = i / D, d = i - g * D;
+    const std::int64_t h = part_row + kvh * group + g;
+    float m_max = -INFINITY;
+    for (int s = 0; s < p.splits; ++s) m_max = fmaxf(m_max, __ldcg(p.part_ml + (h * p.splits + s) * 2));
+    float l = 0.f, a = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float m = __ldcg(p.part_ml + (h * p.splits + s) * 2);
+      if (m == -INFINITY) continue;
+      const float w = __expf(m - m_max);
+      l = fmaf(__ldcg(p.part_ml + (h * p.splits + s) * 2 + 1), w, l);
+      a = fmaf(__ldcg(p.part_acc + (h * p.splits + s) * D + d), w, a);
+    }
+    p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(a / l);
+  }
+  if (threadIdx.x == 0) p.counters[row * p.kv_heads + kvh] = 0u;
+}
+
+// ---- prefill -------------------------------------------------------------------------------------
+
+template <class T>
+struct RopeCacheParams {
+  T* qkv;                  ///< [rows, qkv_stride]; q is rotated in place
+  std::int64_t qkv_stride;
+  T* k_cache;
+  T* v_cache;
+  const int* token_pos;    ///< [rows]
+  const int* token_seq;    ///< [rows]: the cache's batch index of each row
+  const float* inv_freq;
+  int heads, kv_heads, max_seq, head_dim;
+};
+
+/// One block per row: q rotated in place, k rotated into the cache, v copied into it.
+template <class T>
+__global__ void __launch_bounds__(128) rope_cache_kernel(RopeCacheParams<T> p) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int row = blockIdx.x, D = p.head_dim, half = D / 2;
+  const int pos = p.token_pos[row], seq = p.token_seq[row];
+  T* x = p.qkv + row * p.qkv_stride;
+  for (int i = threadIdx.x; i < (p.heads + p.kv_heads) * half; i += blockDim.x) {
+    const int h = i / half, d = i - h * half;
+    T* src = x + h * D;
+    const float x1 = to_float(src[d]), x2 = to_float(src[d + half]);
+    if (h < p.heads) {
+      rope_pair(x1, x2, pos, p.inv_freq[d], &src[d], &src[d + half]);
+    } else {
+      T* k = p.k_cache + ((static_cast<std::int64_t>(seq) * p.kv_heads + (h - p.heads)) * p.max_seq + pos) * D;
+      rope_pair(x1, x2, pos, p.inv_freq[d], &k[d], &k[d + half]);
+    }
+  }
+  const T* v = x + (p.heads + p.kv_heads) * D;
+  for (int i = threadIdx.x; i < p.kv_heads * D; i += blockDim.x) {
+    const int h = i / D, d = i - h * D;
+    p.v_cache[((static_cast<std::int64_t>(seq) * p.kv_heads + h) * p.max_seq + pos) * D + d] = v[i];
+  }
+}
+
+/// A run of consecutive rows of one sequence in a prefill pass: rows [row0, row0 + len) hold
+/// positions [pos0, pos0 + len) of cache batch entry `seq`.
+struct PrefillSegment {
+  int row0, len, seq, pos0;
+};
+
+template <class T>
+struct PrefillAttnParams {
+  const T* qkv;              ///< rotated q in each row's first heads*D elements
+  std::int64_t qkv_stride;
+  const T* k_cache;
+  const T* v_cache;
+  const PrefillSegment* segments;
+  T* out;
+  std::int64_t out_stride;
+  int heads, kv_heads, max_seq;
+  float scale;
+};
+
+inline constexpr int kPrefillWarps = 8;
+inline constexpr int kPrefillQueriesPerWarp = 2;
+inline constexpr int kPrefillQueries = kPrefillWarps * kPrefillQueriesPerWarp;
+inline constexpr int kPrefillKeys = 32;
+
+template <int D>
+inline constexpr std::size_t prefill_attention_smem(std::size_t elem) {
+  // queries (fp32), a key tile padded by one 4-byte word per row (bank spread), a value tile
+  return kPrefillQueries * D * sizeof(float) + kPrefillKeys * (D * elem + 4) + kPrefillKeys * D * elem;
+}
+
+/// Causal attention of a segment's queries over its sequence's cached keys 0..pos: a block per
+/// (16 queries, head, segment), online softmax over 32-key tiles, a warp per 2 queries (lanes own
+/// keys for the scores and dimensions for the accumulation).
+template <class T, int D>
+__global__ void __launch_bounds__(kPrefillWarps * 32) prefill_attention_kernel(PrefillAttnParams<T> p) {
+  constexpr int kPerLane = D / 32;
+  constexpr int kKStride = D + 4 / static_cast<int>(sizeof(T));  // elements per padded key row
+  extern __shared__ float smem[];
+  float* q_s = smem;                                                // [16][D]
+  T* k_s = reinterpret_cast<T*>(q_s + kPrefillQueries * D);         // [32][kKStride]
+  T* v_s = k_s + kPrefillKeys * kKStride;                           // [32][D]
+  pdl_launch_dependents();
+  pdl_wait();
+  const PrefillSegment seg = p.segments[blockIdx.z];
+  const int q0 = blockIdx.x * kPrefillQueries;
+  if (q0 >= seg.len) return;
+  const int h = blockIdx.y, group = p.heads / p.kv_heads, kvh = h / group;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int nq = min(kPrefillQueries, seg.len - q0);
+  for (int i = threadIdx.x; i < kPrefillQueries * D; i += blockDim.x) {
+    const int qi = i / D, d = i - qi * D;
+    q_s[i] = qi < nq ? to_float(p.qkv[(seg.row0 + q0 + qi) * p.qkv_stride + h * D + d]) * p.scale : 0.f;
+  }
+  const std::int64_t head_base = (static_cast<std::int64_t>(seg.seq) * p.kv_heads + kvh) * p.max_seq * D;
+  const T* kc = p.k_cache + head_base;
+  const T* vc = p.v_cache + head_base;
+  float m[kPrefillQueriesPerWarp], l[kPrefillQueriesPerWarp], acc[kPrefillQueriesPerWarp][kPerLane];
+  int qpos[kPrefillQueriesPerWarp];
+#pragma unroll
+  for (int a = 0; a < kPrefillQueriesPerWarp; ++a) {
+    m[a] = -INFINITY;
+    l[a] = 0.f;
+    qpos[a] = seg.pos0 + q0 + warp * kPrefillQueriesPerWarp + a;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) acc[a][e] = 0.f;
+  }
+  const int keys = seg.pos0 + q0 + nq;  // keys 0 .. last query's position
+  constexpr int kVecElems = 16 / sizeof(T);
+  for (int k0 = 0; k0 < keys; k0 += kPrefillKeys) {
+    __syncthreads();  // the previous tile is consumed (and q_s written, the first time)
+    for (int i = threadIdx.x; i < kPrefillKeys * (D / kVecElems); i += blockDim.x) {
+      const int j = i / (D / kVecElems), c = (i - j * (D / kVecElems)) * kVecElems;
+      Vec<T, kVecElems> kv{}, vv{};
+      if (k0 + j < keys) {
+        kv = load_vec<Vec<T, kVecElems>>(kc + static_cast<std::int64_t>(k0 + j) * D + c);
+        vv = load_vec<Vec<T, kVecElems>>(vc + static_cast<std::int64_t>(k0 + j) * D + c);
+      }
+      // The padded key rows are only 4-byte aligned: store them in 4-byte pieces.
+#pragma unroll
+      for (int e = 0; e < kVecElems; e += 4 / sizeof(T))
+        store_vec(k_s + j * kKStride + c + e, *reinterpret_cast<const Vec<T, 4 / sizeof(T)>*>(&kv.v[e]));
+      store_vec(v_s + j * D + c, vv);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int a = 0; a < kPrefillQueriesPerWarp; ++a) {
+      const int qi = warp * kPrefillQueriesPerWarp + a;
+      if (qi >= nq) break;  // warp-uniform
+      const float* q = q_s + qi * D;
+      const T* kr = k_s + lane * kKStride;
+      float s = 0.f;
+#pragma unroll 8
+      for (int d = 0; d < D; d += 2) {
+        const Vec<T, 2> kk = *reinterpret_cast<const Vec<T, 2>*>(kr + d);  // rows are 4-byte aligned
+        s = fmaf(q[d], to_float(kk.v[0]), s);
+        s = fmaf(q[d + 1], to_float(kk.v[1]), s);
+      }
+      const int key = k0 + lane;
+      if (key > qpos[a]) s = -INFINITY;
+      const float m_new = fmaxf(m[a], attn_warp_max(s));
+      if (m_new == -INFINITY) continue;  // no key of this tile is visible to the query (warp-uniform)
+      const float corr = __expf(m[a] - m_new);
+      const float pk = s == -INFINITY ? 0.f : __expf(s - m_new);
+      l[a] = l[a] * corr + attn_warp_sum(pk);
+      m[a] = m_new;
+#pragma unroll
+      for (int e = 0; e < kPerLane; ++e) acc[a][e] *= corr;
+      for (int j = 0; j < kPrefillKeys; ++j) {
+        const float pj = __shfl_sync(0xffffffffu, pk, j);
+        if (pj == 0.f) continue;  // uniform: masked keys and underflow
+#pragma unroll
+        for (int e = 0; e < kPerLane; ++e) acc[a][e] = fmaf(pj, to_float(v_s[j * D + lane + 32 * e]), acc[a][e]);
+      }
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < kPrefillQueriesPerWarp; ++a) {
+    const int qi = warp * kPrefillQueriesPerWarp + a;
+    if (qi >= nq) break;
+    T* o = p.out + (seg.row0 + q0 + qi) * p.out_stride + h * D;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) o[lane + 32 * e] = from_float<T>(acc[a][e] / l[a]);
+  }
+}
+
+}  // namespace tunable::kernels

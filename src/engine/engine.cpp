@@ -1,0 +1,1037 @@
+// The decode engine: weights from a validated model directory onto the GPU, the forward pass over
+// the tuning runtime's GEMMs and fused ops and the engine's own kernels, decode steps as CUDA graphs.
+//
+// Layout on the GPU. q/k/v projections are one weight [(heads + 2 kv_heads) * head_dim, hidden]
+// and gate/up one [2 * intermediate, hidden] ([gate; up], so each output row is act_and_mul's
+// [gate | up]); every linear layer is the TN GEMM PyTorch's F.linear issues (m = out features,
+// n = rows, k = in features), so results files are shared with PyTorch programs tuned through the
+// interposer. Activations are row-major [rows, features]. The residual stream stays in one buffer
+// that the fused add + RMSNorm updates in place (rounded to the model's dtype after every add, as
+// Hugging Face's modules round it).
+//
+// State between steps lives on the GPU: each sequence's next input id and position, which the
+// sampler advances, so a decode step is a fixed sequence of launches that a graph replays with no
+// host work but the replay itself.
+#include "tunable/engine.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "engine/engine_kernels.hpp"
+#include "model/model_dir.hpp"
+#include "tunable/context.hpp"
+#include "tunable/gemm.hpp"
+#include "tunable/measure.hpp"
+#include "tunable/ops.hpp"
+
+namespace tunable {
+namespace {
+
+using engine::Elem;
+
+constexpr std::size_t kAlign = 256;
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+Status launch_status(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status::ok();
+  return Status(StatusCode::kCudaError, fmt::format("{}: {}", what, cuda_error_text(e)));
+}
+
+/// Kernel kinds, for the per-kind breakdown (graphs of one kind's launches alone).
+enum Kind : unsigned {
+  kGemmKind = 1,
+  kAttentionKind = 2,
+  kNormKind = 4,
+  kActivationKind = 8,
+  kOtherKind = 16,  ///< embedding, row gather, token choice
+  kAllKinds = 31,
+};
+const std::pair<Kind, const char*> kKindNames[] = {{kGemmKind, "gemm"},
+                                                   {kAttentionKind, "attention"},
+                                                   {kNormKind, "norm"},
+                                                   {kActivationKind, "activation"},
+                                                   {kOtherKind, "embed+sample"}};
+
+/// A weight matrix [out, in] (row-major, as stored) on the GPU.
+struct Linear {
+  const void* w = nullptr;
+  const void* bias = nullptr;
+  std::int64_t out = 0, in = 0;
+};
+
+struct Layer {
+  Linear qkv, o, gate_up, down;
+  const void* attn_norm = nullptr;
+  const void* mlp_norm = nullptr;
+};
+
+/// RAII device allocation.
+struct DeviceBuffer {
+  void* p = nullptr;
+  ~DeviceBuffer() {
+    if (p) (void)cudaFree(p);
+  }
+};
+
+float bf16_to_float(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+struct GraphKey {
+  int rows;
+  float temperature, top_p;
+  int top_k;
+  std::uint64_t seed;
+  unsigned kinds;
+  bool operator<(const GraphKey& o) const {
+    return std::tie(rows, temperature, top_p, top_k, seed, kinds) <
+           std::tie(o.rows, o.temperature, o.top_p, o.top_k, o.seed, o.kinds);
+  }
+};
+
+}  // namespace
+
+class Engine::Impl {
+ public:
+  ~Impl() {
+    for (auto& [k, g] : graphs_) (void)cudaGraphExecDestroy(g);
+    if (stream_) (void)cudaStreamSynchronize(stream_);
+    for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+    if (upload_done_) (void)cudaEventDestroy(upload_done_);
+    if (host_) (void)cudaFreeHost(host_);
+    if (stream_) (void)cudaStreamDestroy(stream_);
+  }
+
+  Status load(const std::string& dir, const EngineOptions& o);
+  Status generate(const std::vector<std::vector<std::int32_t>>& prompts, const GenerateParams& params,
+                  const std::function<bool(const std::vector<std::int32_t>&)>& on_step, GenerateStats* stats);
+  Status prompt_logits(const std::vector<std::int32_t>& prompt, std::vector<float>* logits);
+  Status benchmark(int batch, int prompt_len, int new_tokens, int runs, Engine::BenchResult* out);
+
+  ModelInfo info_;
+
+ private:
+  struct Pass {
+    int rows = 0;
+    bool decode = false;
+    int segments = 0, max_segment_len = 0;  // prefill
+    int logit_rows = 0;                      // prefill: rows gathered for the output projection
+    bool logits_all = false;                 // prefill: no gather, no sampling (prompt_logits)
+  };
+
+  Status check_supported(const model::ModelConfig& c) const;
+  Status plan_memory();
+  Status upload_weights(const model::ModelDir& m);
+  Status upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements);
+  void progress(const std::string& s) const {
+    if (opts_.progress) opts_.progress(s);
+  }
+
+  Status linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows);
+  Status forward(const Pass& p, unsigned kinds, const SamplingParams* sampling);
+  Status choose_tokens(const void* logits, int rows, const SamplingParams& s);
+  Status decode_step(int rows, const SamplingParams& s);
+  Status graph_for(int rows, const SamplingParams& s, unsigned kinds, cudaGraphExec_t* out);
+  Status warm_decode(int rows, const SamplingParams& s);
+  Status prefill(const std::vector<std::vector<std::int32_t>>& prompts, bool logits_all, std::vector<float>* logits);
+  Status upload_ints(const std::vector<int>& v, int* dst);
+  Status check_prompts(const std::vector<std::vector<std::int32_t>>& prompts, int max_new) const;
+  Status copy_logits_to_host(int rows, float* dst);
+
+  EngineOptions opts_;
+  model::ModelConfig cfg_;
+  std::unique_ptr<Context> ctx_;
+  cudaStream_t stream_ = nullptr;
+  Elem elem_ = Elem::kBF16;
+  DataType dtype_ = DataType::kBF16;
+  std::size_t esize_ = 2;
+  int sm_count_ = 0;
+  std::size_t max_smem_ = 0;
+  std::size_t free_at_start_ = 0;
+
+  // Geometry
+  std::int64_t h_ = 0, inter_ = 0, vocab_ = 0, hd_ = 0, nq_ = 0, nkv_ = 0, qkv_dim_ = 0, max_seq_ = 0;
+  int max_rows_ = 0, logit_rows_cap_ = 0, max_splits_ = 1;
+  engine::AttnShape shape_;
+
+  // Device memory
+  DeviceBuffer weights_mem_, kv_mem_, buf_mem_;
+  std::vector<Layer> layers_;
+  const void* embed_ = nullptr;
+  const void* final_norm_ = nullptr;
+  Linear lm_head_;
+  char* k_cache_ = nullptr;
+  char* v_cache_ = nullptr;
+  std::size_t layer_cache_bytes_ = 0;
+  void *R_ = nullptr, *X_ = nullptr, *QKV_ = nullptr, *ATT_ = nullptr, *A_ = nullptr, *GU_ = nullptr,
+       *ACT_ = nullptr, *D_ = nullptr, *LIN_ = nullptr, *LOGITS_ = nullptr;
+  int *ids_ = nullptr, *tok_pos_ = nullptr, *tok_seq_ = nullptr, *positions_ = nullptr, *gather_ = nullptr;
+  engine::Segment* segments_ = nullptr;
+  float *inv_freq_ = nullptr, *part_acc_ = nullptr, *part_ml_ = nullptr, *argmax_val_ = nullptr;
+  int* argmax_idx_ = nullptr;
+  unsigned *attn_counters_ = nullptr, *argmax_counters_ = nullptr;
+
+  // Host staging (pinned): weight upload chunks, then small int arrays and token read-back.
+  char* host_ = nullptr;
+  std::size_t host_bytes_ = 0;
+  cudaEvent_t upload_done_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+
+  std::map<GraphKey, cudaGraphExec_t> graphs_;
+  std::map<int, bool> warmed_;  // decode row counts run eagerly once (tuned, workspaces allocated)
+};
+
+// ---- loading ---------------------------------------------------------------------------------------
+
+Status Engine::Impl::check_supported(const model::ModelConfig& c) const {
+  const std::int64_t hd = c.head_dim;
+  if (hd != 64 && hd != 128 && hd != 256)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("head_dim {} is not supported by the attention kernels (64, 128, 256)", hd));
+  if (c.num_heads / c.num_kv_heads > 16)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("{} query heads per KV head; the decode attention holds at most 16",
+                              c.num_heads / c.num_kv_heads));
+  if (c.hidden_size % 8 != 0 || c.intermediate_size % 8 != 0)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("hidden_size {} and intermediate_size {} must be multiples of 8", c.hidden_size,
+                              c.intermediate_size));
+  if (c.vocab_size > INT32_MAX / 2 || c.hidden_size > (1 << 20) || c.intermediate_size > (1 << 22))
+    return Status(StatusCode::kNotSupported, "vocabulary or layer sizes beyond the engine's 32-bit indexing");
+  return Status::ok();
+}
+
+Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
+  opts_ = o;
+  if (o.max_batch < 1 || o.max_batch > 256)
+    return Status(StatusCode::kInvalidArgument, fmt::format("max_batch must be in [1, 256] (got {})", o.max_batch));
+  if (o.prefill_chunk < 16 || o.prefill_chunk > 16384)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("prefill_chunk must be in [16, 16384] (got {})", o.prefill_chunk));
+  if (o.max_seq_len < 0) return Status(StatusCode::kInvalidArgument, "max_seq_len must be >= 0");
+  progress(fmt::format("opening {}", dir));
+  model::ModelDir m;
+  TUNABLE_RETURN_IF_ERROR(model::open_model_dir(dir, &m));
+  cfg_ = m.config;
+  TUNABLE_RETURN_IF_ERROR(check_supported(cfg_));
+
+  max_seq_ = o.max_seq_len > 0 ? o.max_seq_len : std::min<std::int64_t>(cfg_.max_position_embeddings, 4096);
+  if (max_seq_ > (1 << 24))
+    return Status(StatusCode::kInvalidArgument, fmt::format("max_seq_len {} is beyond 2^24", max_seq_));
+  if (cfg_.sliding_window > 0 && max_seq_ > cfg_.sliding_window)
+    return Status(StatusCode::kNotSupported,
+                  fmt::format("the model attends within a sliding window of {} tokens, which the engine does not "
+                              "implement; a max_seq_len of at most {} gives exact results",
+                              cfg_.sliding_window, cfg_.sliding_window));
+
+  const auto stored = m.tensors.begin()->second.second->dtype;
+  elem_ = stored == model::StDtype::kF16 ? Elem::kF16 : Elem::kBF16;  // F32 checkpoints run in bf16
+  dtype_ = elem_ == Elem::kF16 ? DataType::kF16 : DataType::kBF16;
+  h_ = cfg_.hidden_size;
+  inter_ = cfg_.intermediate_size;
+  vocab_ = cfg_.vocab_size;
+  hd_ = cfg_.head_dim;
+  nq_ = cfg_.num_heads;
+  nkv_ = cfg_.num_kv_heads;
+  qkv_dim_ = (nq_ + 2 * nkv_) * hd_;
+  shape_ = engine::AttnShape{static_cast<int>(nq_), static_cast<int>(nkv_), static_cast<int>(hd_),
+                             static_cast<int>(max_seq_), static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd_)))};
+
+  info_.family = model::family_name(cfg_.family);
+  info_.architecture = cfg_.architecture;
+  info_.dtype = elem_ == Elem::kF16 ? "fp16" : "bf16";
+  info_.vocab_size = vocab_;
+  info_.hidden_size = h_;
+  info_.intermediate_size = inter_;
+  info_.num_layers = cfg_.num_layers;
+  info_.num_heads = nq_;
+  info_.num_kv_heads = nkv_;
+  info_.head_dim = hd_;
+  info_.max_seq_len = max_seq_;
+  info_.max_batch = o.max_batch;
+  info_.eos_token_ids = m.tokens.eos;
+  info_.bos_token_id = m.tokens.bos;
+
+  TUNABLE_CUDA_CHECK(cudaSetDevice(o.device));
+  cudaDeviceProp prop{};
+  TUNABLE_CUDA_CHECK(cudaGetDeviceProperties(&prop, o.device));
+  sm_count_ = prop.multiProcessorCount;
+  max_smem_ = prop.sharedMemPerBlockOptin;
+  std::size_t total = 0;
+  TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_at_start_, &total));
+  TUNABLE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  TUNABLE_CUDA_CHECK(cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming));
+
+  Options topt = o.tuning;
+  topt.enabled = true;
+  try {
+    ctx_ = std::make_unique<Context>(Device::cuda(o.device), topt);
+  } catch (const Error& e) {
+    return e.status();
+  }
+  TUNABLE_RETURN_IF_ERROR(plan_memory());
+  TUNABLE_RETURN_IF_ERROR(upload_weights(m));
+  return Status::ok();
+}
+
+Status Engine::Impl::plan_memory() {
+  const int L = static_cast<int>(cfg_.num_layers);
+  max_rows_ = std::max(opts_.prefill_chunk, opts_.max_batch);
+  logit_rows_cap_ = std::max(opts_.max_batch, 16);
+  for (int b = 1; b <= opts_.max_batch; ++b) {
+    int splits = 1, cap = 1;
+    engine::plan_decode_splits(shape_, b, sm_count_, max_smem_, &splits, &cap);
+    max_splits_ = std::max(max_splits_, splits);
+  }
+
+  // Weights.
+  std::size_t w = 0;
+  auto mat = [&](std::int64_t r, std::int64_t c) { return align_up(static_cast<std::size_t>(r * c) * esize_); };
+  const std::size_t per_layer = mat(qkv_dim_, h_) + (cfg_.qkv_bias ? mat(qkv_dim_, 1) : 0) + mat(h_, nq_ * hd_) +
+                                (cfg_.o_bias ? mat(h_, 1) : 0) + mat(2 * inter_, h_) + mat(h_, inter_) + 2 * mat(h_, 1);
+  w = per_layer * L + mat(vocab_, h_) + mat(h_, 1) + (cfg_.tie_word_embeddings ? 0 : mat(vocab_, h_));
+  info_.weight_bytes = w;
+
+  // KV cache.
+  layer_cache_bytes_ = align_up(static_cast<std::size_t>(opts_.max_batch) * nkv_ * max_seq_ * hd_ * esize_);
+  info_.kv_cache_bytes = 2 * layer_cache_bytes_ * L;
+
+  // Buffers.
+  const std::size_t T = static_cast<std::size_t>(max_rows_);
+  const std::size_t B = static_cast<std::size_t>(opts_.max_batch);
+  std::size_t b = 0;
+  b += 2 * mat(T, h_) + mat(T, qkv_dim_) + mat(T, nq_ * hd_) + 2 * mat(T, h_) + mat(T, 2 * inter_) + mat(T, inter_);
+  b += mat(logit_rows_cap_, h_) + mat(logit_rows_cap_, vocab_);
+  b += align_up(T * 4) * 3 + align_up(B * 4) + align_up(2 * (B + T) * 4) + align_up((B + T) * sizeof(engine::Segment));
+  b += align_up(hd_ / 2 * 4);
+  b += align_up(B * nq_ * max_splits_ * hd_ * 4) + align_up(B * nq_ * max_splits_ * 2 * 4);
+  b += align_up(B * engine::kArgmaxBlocks * 4) * 2 + align_up(B * nkv_ * 4) + align_up(B * 4);
+  info_.buffer_bytes = b;
+
+  // Everything must fit next to the runtime's own needs (cuBLAS handles and workspaces, tuning
+  // buffers): refuse before allocating anything.
+  constexpr std::size_t kReserve = 512u << 20;
+  std::size_t free_now = 0, total = 0;
+  TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_now, &total));
+  const std::size_t need = info_.weight_bytes + info_.kv_cache_bytes + info_.buffer_bytes + kReserve;
+  if (need > free_now)
+    return Status(StatusCode::kCudaError,
+                  fmt::format("out of GPU memory: the model needs {} (weights {}, KV cache {} for {} sequences of {} "
+                              "positions, buffers {}, {} for the runtime) and cuda:{} has {} free; lower "
+                              "max_seq_len or max_batch",
+                              format_bytes(need), format_bytes(info_.weight_bytes), format_bytes(info_.kv_cache_bytes),
+                              opts_.max_batch, max_seq_, format_bytes(info_.buffer_bytes), format_bytes(kReserve),
+                              opts_.device, format_bytes(free_now)));
+  auto alloc = [&](DeviceBuffer* d, std::size_t bytes, const char* what) {
+    const cudaError_t e = cudaMalloc(&d->p, bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      d->p = nullptr;
+      return Status(StatusCode::kCudaError,
+                    fmt::format("out of GPU memory allocating the {} ({}): {}", what, format_bytes(bytes),
+                                cuda_error_text(e)));
+    }
+    return Status::ok();
+  };
+  TUNABLE_RETURN_IF_ERROR(alloc(&weights_mem_, w, "weights"));
+  TUNABLE_RETURN_IF_ERROR(alloc(&kv_mem_, info_.kv_cache_bytes, "KV cache"));
+  TUNABLE_RETURN_IF_ERROR(alloc(&buf_mem_, b, "buffers"));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(kv_mem_.p, 0, info_.kv_cache_bytes, stream_));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(buf_mem_.p, 0, b, stream_));
+  k_cache_ = static_cast<char*>(kv_mem_.p);
+  v_cache_ = k_cache_ + layer_cache_bytes_ * L;
+
+  char* cur = static_cast<char*>(buf_mem_.p);
+  auto take = [&](std::size_t bytes) {
+    char* p = cur;
+    cur += align_up(bytes);
+    return p;
+  };
+  auto rows = [&](std::size_t r, std::int64_t c) { return take(r * c * esize_); };
+  R_ = rows(T, h_);
+  X_ = rows(T, h_);
+  QKV_ = rows(T, qkv_dim_);
+  ATT_ = rows(T, nq_ * hd_);
+  A_ = rows(T, h_);
+  D_ = rows(T, h_);
+  GU_ = rows(T, 2 * inter_);
+  ACT_ = rows(T, inter_);
+  LIN_ = rows(logit_rows_cap_, h_);
+  LOGITS_ = rows(logit_rows_cap_, vocab_);
+  ids_ = reinterpret_cast<int*>(take(T * 4));
+  tok_pos_ = reinterpret_cast<int*>(take(T * 4));
+  tok_seq_ = reinterpret_cast<int*>(take(T * 4));
+  positions_ = reinterpret_cast<int*>(take(B * 4));
+  gather_ = reinterpret_cast<int*>(take(2 * (B + T) * 4));
+  segments_ = reinterpret_cast<engine::Segment*>(take((B + T) * sizeof(engine::Segment)));
+  inv_freq_ = reinterpret_cast<float*>(take(hd_ / 2 * 4));
+  part_acc_ = reinterpret_cast<float*>(take(B * nq_ * max_splits_ * hd_ * 4));
+  part_ml_ = reinterpret_cast<float*>(take(B * nq_ * max_splits_ * 2 * 4));
+  argmax_val_ = reinterpret_cast<float*>(take(B * engine::kArgmaxBlocks * 4));
+  argmax_idx_ = reinterpret_cast<int*>(take(B * engine::kArgmaxBlocks * 4));
+  attn_counters_ = reinterpret_cast<unsigned*>(take(B * nkv_ * 4));
+  argmax_counters_ = reinterpret_cast<unsigned*>(take(B * 4));
+  if (cur > static_cast<char*>(buf_mem_.p) + b) return Status(StatusCode::kInternal, "engine buffer plan overflows");
+
+  // RoPE frequencies as Hugging Face computes them (fp32), with llama3's scaling when configured.
+  std::vector<float> inv(hd_ / 2);
+  for (std::int64_t i = 0; i < hd_ / 2; ++i) {
+    double f = 1.0 / std::pow(cfg_.rope_theta, static_cast<double>(2 * i) / static_cast<double>(hd_));
+    if (cfg_.rope_scaling.llama3) {
+      const auto& r = cfg_.rope_scaling;
+      const double old_len = static_cast<double>(r.original_max_position_embeddings);
+      const double low_wavelen = old_len / r.low_freq_factor, high_wavelen = old_len / r.high_freq_factor;
+      const double wavelen = 2 * M_PI / f;
+      if (wavelen > low_wavelen) {
+        f = f / r.factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        f = (1 - smooth) * f / r.factor + smooth * f;
+      }
+    }
+    inv[i] = static_cast<float>(f);
+  }
+  TUNABLE_CUDA_CHECK(cudaMemcpy(inv_freq_, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice));
+
+  host_bytes_ = 64u << 20;
+  TUNABLE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_), host_bytes_));
+  events_.resize(4);
+  for (auto& e : events_) TUNABLE_CUDA_CHECK(cudaEventCreate(&e));
+  return Status::ok();
+}
+
+/// Copies tensor `name` (elements as the configuration expects) to dst in the engine's dtype,
+/// converting fp32 checkpoints to bf16 on the host, through the pinned staging buffer in halves so
+/// that the host fills one while the other is copied.
+Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements) {
+  const auto it = m.tensors.find(name);
+  if (it == m.tensors.end()) return Status(StatusCode::kInternal, fmt::format("tensor '{}' vanished", name));
+  const model::StTensor& t = *it->second.second;
+  if (t.elements() != elements)
+    return Status(StatusCode::kInternal, fmt::format("tensor '{}' holds {} elements, expected {}", name, t.elements(), elements));
+  const unsigned char* src = it->second.first->data(t);
+  const std::size_t in_size = model::st_size(t.dtype);
+  const std::size_t half = host_bytes_ / 2;
+  const std::size_t per_chunk = half / esize_;
+  static int turn = 0;
+  for (std::int64_t e0 = 0; e0 < elements; e0 += static_cast<std::int64_t>(per_chunk)) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(per_chunk, elements - e0));
+    char* stage = host_ + (turn & 1) * half;
+    cudaEvent_t ev = events_[turn & 1];
+    ++turn;
+    TUNABLE_CUDA_CHECK(cudaEventSynchronize(ev));  // the copy that last used this half is done
+    const unsigned char* s = src + static_cast<std::size_t>(e0) * in_size;
+    if (t.dtype == model::StDtype::kF32) {
+      auto* d = reinterpret_cast<std::uint16_t*>(stage);
+      for (std::size_t i = 0; i < n; ++i) {
+        float f;
+        std::memcpy(&f, s + 4 * i, 4);
+        d[i] = float_to_bf16(f);
+      }
+    } else {
+      std::memcpy(stage, s, n * esize_);
+    }
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<std::size_t>(e0) * esize_, stage, n * esize_,
+                                       cudaMemcpyHostToDevice, stream_));
+    TUNABLE_CUDA_CHECK(cudaEventRecord(ev, stream_));
+  }
+  return Status::ok();
+}
+
+Status Engine::Impl::upload_weights(const model::ModelDir& m) {
+  char* cur = static_cast<char*>(weights_mem_.p);
+  auto place = [&](std::int64_t r, std::int64_t c) {
+    char* p = cur;
+    cur += align_up(static_cast<std::size_t>(r * c) * esize_);
+    return p;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t qd = nq_ * hd_, kvd = nkv_ * hd_;
+  layers_.resize(static_cast<std::size_t>(cfg_.num_layers));
+  for (std::int64_t l = 0; l < cfg_.num_layers; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    Layer& L = layers_[l];
+    char* qkv = place(qkv_dim_, h_);
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.q_proj.weight", qkv, qd * h_));
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.k_proj.weight", qkv + qd * h_ * esize_, kvd * h_));
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.v_proj.weight", qkv + (qd + kvd) * h_ * esize_, kvd * h_));
+    L.qkv = Linear{qkv, nullptr, qkv_dim_, h_};
+    if (cfg_.qkv_bias) {
+      char* b = place(qkv_dim_, 1);
+      TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.q_proj.bias", b, qd));
+      TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.k_proj.bias", b + qd * esize_, kvd));
+      TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.v_proj.bias", b + (qd + kvd) * esize_, kvd));
+      L.qkv.bias = b;
+    }
+    char* o = place(h_, qd);
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.o_proj.weight", o, h_ * qd));
+    L.o = Linear{o, nullptr, h_, qd};
+    if (cfg_.o_bias) {
+      char* b = place(h_, 1);
+      TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.o_proj.bias", b, h_));
+      L.o.bias = b;
+    }
+    char* gu = place(2 * inter_, h_);
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "mlp.gate_proj.weight", gu, inter_ * h_));
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "mlp.up_proj.weight", gu + inter_ * h_ * esize_, inter_ * h_));
+    L.gate_up = Linear{gu, nullptr, 2 * inter_, h_};
+    char* dn = place(h_, inter_);
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "mlp.down_proj.weight", dn, h_ * inter_));
+    L.down = Linear{dn, nullptr, h_, inter_};
+    char* n1 = place(h_, 1);
+    char* n2 = place(h_, 1);
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "input_layernorm.weight", n1, h_));
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "post_attention_layernorm.weight", n2, h_));
+    L.attn_norm = n1;
+    L.mlp_norm = n2;
+    if ((l + 1) % 4 == 0 || l + 1 == cfg_.num_layers)
+      progress(fmt::format("loaded layer {}/{}", l + 1, cfg_.num_layers));
+  }
+  char* emb = place(vocab_, h_);
+  TUNABLE_RETURN_IF_ERROR(upload(m, "model.embed_tokens.weight", emb, vocab_ * h_));
+  embed_ = emb;
+  char* fn = place(h_, 1);
+  TUNABLE_RETURN_IF_ERROR(upload(m, "model.norm.weight", fn, h_));
+  final_norm_ = fn;
+  if (cfg_.tie_word_embeddings) {
+    lm_head_ = Linear{emb, nullptr, vocab_, h_};
+  } else {
+    char* lm = place(vocab_, h_);
+    TUNABLE_RETURN_IF_ERROR(upload(m, "lm_head.weight", lm, vocab_ * h_));
+    lm_head_ = Linear{lm, nullptr, vocab_, h_};
+  }
+  if (cur > static_cast<char*>(weights_mem_.p) + info_.weight_bytes)
+    return Status(StatusCode::kInternal, "engine weight plan overflows");
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress(fmt::format("weights on cuda:{}: {} in {:.1f} s", opts_.device, format_bytes(info_.weight_bytes), s));
+  return Status::ok();
+}
+
+// ---- the forward pass -----------------------------------------------------------------------------
+
+Status Engine::Impl::linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride,
+                            int rows) {
+  GemmDesc d = GemmDesc::make(dtype_, Transpose::kT, Transpose::kN, l.out, rows, l.in);
+  d.lda = l.in;
+  d.ldb = x_stride;
+  d.ldc = y_stride;
+  GemmOperands ops{l.w, x, y, nullptr, nullptr, nullptr};
+  if (l.bias) {
+    d.op = GemmOp::kGemmAndBias;
+    d.epilogue = Epilogue::kBias;
+    ops.bias = l.bias;
+  }
+  return gemm(*ctx_, d, ops, stream_);
+}
+
+Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams* sampling) {
+  const bool g = kinds & kGemmKind, at = kinds & kAttentionKind, nm = kinds & kNormKind,
+             ac = kinds & kActivationKind, ot = kinds & kOtherKind;
+  const int T = p.rows;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const NormWeight conv = cfg_.gemma_norm ? NormWeight::kGemma : NormWeight::kLlama;
+  const Activation act = cfg_.gelu_tanh ? Activation::kGeluTanh : Activation::kSilu;
+  if (ot) {
+    // Gemma multiplies by sqrt(hidden) rounded to the model's dtype first, as its module does.
+    float scale = 1.f;
+    if (cfg_.scale_embeddings) {
+      const float s = static_cast<float>(std::sqrt(static_cast<double>(h_)));
+      scale = elem_ == Elem::kF16 ? __half2float(__float2half_rn(s)) : bf16_to_float(float_to_bf16(s));
+    }
+    TUNABLE_RETURN_IF_ERROR(launch_status(engine::launch_embed(elem_, ids_, embed_, R_, T, static_cast<int>(h_), scale, stream_),
+                                          "embedding lookup"));
+  }
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    if (nm) {
+      if (l == 0)
+        TUNABLE_RETURN_IF_ERROR(rms_norm(*ctx_, X_, R_, L.attn_norm, T, h_, h_, h_, eps, dtype_, conv, stream_));
+      else
+        TUNABLE_RETURN_IF_ERROR(
+            fused_add_rms_norm(*ctx_, X_, D_, R_, L.attn_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
+    }
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.qkv, X_, h_, QKV_, qkv_dim_, T));
+    if (at) {
+      char* kc = k_cache_ + layer_cache_bytes_ * l;
+      char* vc = v_cache_ + layer_cache_bytes_ * l;
+      if (p.decode) {
+        int splits = 1, cap = 1;
+        engine::plan_decode_splits(shape_, T, sm_count_, max_smem_, &splits, &cap);
+        engine::DecodeAttnArgs a;
+        a.qkv = QKV_;
+        a.qkv_stride = qkv_dim_;
+        a.k_cache = kc;
+        a.v_cache = vc;
+        a.positions = positions_;
+        a.inv_freq = inv_freq_;
+        a.out = ATT_;
+        a.out_stride = nq_ * hd_;
+        a.part_acc = part_acc_;
+        a.part_ml = part_ml_;
+        a.counters = attn_counters_;
+        a.splits = splits;
+        TUNABLE_RETURN_IF_ERROR(
+            launch_status(engine::launch_decode_attention(elem_, shape_, a, T, cap, stream_), "decode attention"));
+      } else {
+        TUNABLE_RETURN_IF_ERROR(launch_status(engine::launch_rope_cache(elem_, shape_, QKV_, qkv_dim_, kc, vc, tok_pos_,
+                                                                        tok_seq_, inv_freq_, T, stream_),
+                                              "RoPE and cache write"));
+        TUNABLE_RETURN_IF_ERROR(launch_status(
+            engine::launch_prefill_attention(elem_, shape_, QKV_, qkv_dim_, kc, vc, segments_, p.segments,
+                                             p.max_segment_len, ATT_, nq_ * hd_, stream_),
+            "prefill attention"));
+      }
+    }
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.o, ATT_, nq_ * hd_, A_, h_, T));
+    if (nm)
+      TUNABLE_RETURN_IF_ERROR(fused_add_rms_norm(*ctx_, X_, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, X_, h_, GU_, 2 * inter_, T));
+    if (ac) TUNABLE_RETURN_IF_ERROR(act_and_mul(*ctx_, ACT_, GU_, T, inter_, 2 * inter_, inter_, dtype_, act, stream_));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.down, ACT_, inter_, D_, h_, T));
+  }
+  if (nm) TUNABLE_RETURN_IF_ERROR(fused_add_rms_norm(*ctx_, X_, D_, R_, final_norm_, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
+  if (p.logits_all) return Status::ok();  // the caller runs the output projection in groups
+  const void* lin = X_;
+  int n = T;
+  if (!p.decode) {
+    n = p.logit_rows;
+    if (n == 0) return Status::ok();  // no sequence finished its prompt in this pass
+    if (ot)
+      TUNABLE_RETURN_IF_ERROR(launch_status(engine::launch_gather_rows(elem_, X_, gather_, LIN_, n, static_cast<int>(h_), stream_),
+                                            "last-row gather"));
+    lin = LIN_;
+  }
+  if (g) TUNABLE_RETURN_IF_ERROR(linear(lm_head_, lin, h_, LOGITS_, vocab_, n));
+  if (ot && sampling) TUNABLE_RETURN_IF_ERROR(choose_tokens(LOGITS_, n, *sampling));
+  return Status::ok();
+}
+
+Status Engine::Impl::choose_tokens(const void* logits, int rows, const SamplingParams& s) {
+  if (s.temperature <= 0.f)
+    return launch_status(engine::launch_argmax(elem_, logits, vocab_, static_cast<int>(vocab_), rows, argmax_val_,
+                                               argmax_idx_, argmax_counters_, ids_, positions_, stream_),
+                         "greedy token choice");
+  engine::SampleArgs a{s.temperature, s.top_k, s.top_p, static_cast<unsigned long long>(s.seed)};
+  return launch_status(engine::launch_sample(elem_, logits, vocab_, static_cast<int>(vocab_), rows, a, ids_, positions_, stream_),
+                       "token sampling");
+}
+
+// ---- decode steps and graphs ----------------------------------------------------------------------
+
+Status Engine::Impl::warm_decode(int rows, const SamplingParams& s) {
+  if (warmed_[rows]) return Status::ok();
+  // One eager step tunes every problem of this batch size (when tuning) and allocates what the
+  // runtime needs, so that the capture after it finds everything in place. It writes cache row 0
+  // of the first `rows` sequences and sets their ids and positions, all of which a prefill rewrites.
+  progress(fmt::format("{} decode problems for batch {}", ctx_->options().tuning ? "tuning" : "preparing", rows));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(positions_, 0, rows * sizeof(int), stream_));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(ids_, 0, rows * sizeof(int), stream_));
+  Pass p;
+  p.rows = rows;
+  p.decode = true;
+  TUNABLE_RETURN_IF_ERROR(forward(p, kAllKinds, &s));
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  warmed_[rows] = true;
+  return Status::ok();
+}
+
+Status Engine::Impl::graph_for(int rows, const SamplingParams& s, unsigned kinds, cudaGraphExec_t* out) {
+  const GraphKey key{rows, s.temperature, s.top_p, s.top_k, s.seed, kinds};
+  if (auto it = graphs_.find(key); it != graphs_.end()) {
+    *out = it->second;
+    return Status::ok();
+  }
+  TUNABLE_RETURN_IF_ERROR(warm_decode(rows, s));
+  Pass p;
+  p.rows = rows;
+  p.decode = true;
+  TUNABLE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  const Status st = forward(p, kinds, &s);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &graph);  // always, so the stream leaves capture
+  if (!st.is_ok()) {
+    if (graph) (void)cudaGraphDestroy(graph);
+    return st;
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::kCudaError, fmt::format("capturing the decode step failed: {}", cuda_error_text(e)));
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  if (ie != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::kCudaError, fmt::format("instantiating the decode graph failed: {}", cuda_error_text(ie)));
+  }
+  graphs_[key] = exec;
+  *out = exec;
+  return Status::ok();
+}
+
+Status Engine::Impl::decode_step(int rows, const SamplingParams& s) {
+  if (opts_.cuda_graphs) {
+    cudaGraphExec_t g = nullptr;
+    TUNABLE_RETURN_IF_ERROR(graph_for(rows, s, kAllKinds, &g));
+    TUNABLE_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+    return Status::ok();
+  }
+  TUNABLE_RETURN_IF_ERROR(warm_decode(rows, s));
+  Pass p;
+  p.rows = rows;
+  p.decode = true;
+  return forward(p, kAllKinds, &s);
+}
+
+// ---- prefill and generation -----------------------------------------------------------------------
+
+Status Engine::Impl::upload_ints(const std::vector<int>& v, int* dst) {
+  if (v.empty()) return Status::ok();
+  // The small arrays go through the second half of the staging buffer, after the previous upload.
+  TUNABLE_CUDA_CHECK(cudaEventSynchronize(upload_done_));
+  std::memcpy(host_ + host_bytes_ / 2, v.data(), v.size() * sizeof(int));
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst, host_ + host_bytes_ / 2, v.size() * sizeof(int), cudaMemcpyHostToDevice, stream_));
+  TUNABLE_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
+  return Status::ok();
+}
+
+Status Engine::Impl::check_prompts(const std::vector<std::vector<std::int32_t>>& prompts, int max_new) const {
+  if (prompts.empty()) return Status(StatusCode::kInvalidArgument, "no prompt given");
+  if (static_cast<int>(prompts.size()) > opts_.max_batch)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{} prompts, but the engine was loaded for at most {} (max_batch)", prompts.size(),
+                              opts_.max_batch));
+  for (std::size_t b = 0; b < prompts.size(); ++b) {
+    const auto& p = prompts[b];
+    if (p.empty()) return Status(StatusCode::kInvalidArgument, fmt::format("prompt {} is empty", b));
+    if (static_cast<std::int64_t>(p.size()) + max_new > max_seq_)
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("prompt {} has {} tokens; with {} new tokens that is {} positions, more than the "
+                                "{} the KV cache holds (max_seq_len)",
+                                b, p.size(), max_new, p.size() + max_new, max_seq_));
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (p[i] < 0 || p[i] >= vocab_)
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("prompt {} token {} is id {}, outside the vocabulary [0, {})", b, i, p[i], vocab_));
+  }
+  return Status::ok();
+}
+
+Status Engine::Impl::copy_logits_to_host(int rows, float* dst) {
+  const std::size_t n = static_cast<std::size_t>(rows) * vocab_;
+  std::vector<std::uint16_t> raw(n);
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(raw.data(), LOGITS_, n * 2, cudaMemcpyDeviceToHost, stream_));
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (elem_ == Elem::kF16) {
+      __half_raw hr;
+      hr.x = raw[i];
+      dst[i] = __half2float(__half(hr));
+    } else {
+      dst[i] = bf16_to_float(raw[i]);
+    }
+  }
+  return Status::ok();
+}
+
+/// Runs the prompts through the model in passes of at most prefill_chunk rows (a prompt may span
+/// passes: its later rows attend to the cache its earlier ones wrote). Without logits_all, each
+/// sequence's last row is gathered into row `seq` of the output projection's input as its pass
+/// ends, and the first new token of every sequence is chosen after the last pass.
+Status Engine::Impl::prefill(const std::vector<std::vector<std::int32_t>>& prompts, bool logits_all,
+                             std::vector<float>* logits) {
+  const int B = static_cast<int>(prompts.size());
+  const int C = opts_.prefill_chunk;
+  std::size_t seq = 0, off = 0;
+  while (seq < prompts.size()) {
+    std::vector<int> ids, pos, sq, gather;
+    std::vector<engine::Segment> segs;
+    int max_len = 0;
+    while (seq < prompts.size() && static_cast<int>(ids.size()) < C) {
+      const auto& p = prompts[seq];
+      const int take = static_cast<int>(std::min<std::size_t>(C - ids.size(), p.size() - off));
+      segs.push_back({static_cast<int>(ids.size()), take, static_cast<int>(seq), static_cast<int>(off)});
+      max_len = std::max(max_len, take);
+      for (int i = 0; i < take; ++i) {
+        ids.push_back(p[off + i]);
+        pos.push_back(static_cast<int>(off + i));
+        sq.push_back(static_cast<int>(seq));
+      }
+      off += take;
+      if (off == p.size()) {
+        gather.push_back(static_cast<int>(ids.size()) - 1);
+        seq++;
+        off = 0;
+      }
+    }
+    const int T = static_cast<int>(ids.size());
+    TUNABLE_RETURN_IF_ERROR(upload_ints(ids, ids_));
+    TUNABLE_RETURN_IF_ERROR(upload_ints(pos, tok_pos_));
+    TUNABLE_RETURN_IF_ERROR(upload_ints(sq, tok_seq_));
+    std::vector<int> seg_ints(segs.size() * 4);
+    std::memcpy(seg_ints.data(), segs.data(), segs.size() * sizeof(engine::Segment));
+    TUNABLE_RETURN_IF_ERROR(upload_ints(seg_ints, reinterpret_cast<int*>(segments_)));
+    Pass p;
+    p.rows = T;
+    p.segments = static_cast<int>(segs.size());
+    p.max_segment_len = max_len;
+    p.logits_all = logits_all;
+    p.logit_rows = 0;
+    TUNABLE_RETURN_IF_ERROR(forward(p, kAllKinds, nullptr));
+    if (logits_all) {
+      for (int r0 = 0; r0 < T; r0 += logit_rows_cap_) {
+        const int n = std::min(logit_rows_cap_, T - r0);
+        TUNABLE_RETURN_IF_ERROR(linear(lm_head_, static_cast<char*>(X_) + static_cast<std::size_t>(r0) * h_ * esize_,
+                                       h_, LOGITS_, vocab_, n));
+        const std::size_t at = logits->size();
+        logits->resize(at + static_cast<std::size_t>(n) * vocab_);
+        TUNABLE_RETURN_IF_ERROR(copy_logits_to_host(n, logits->data() + at));
+      }
+    } else if (!gather.empty()) {
+      // Each finished sequence's last (normalized) row into LIN at the sequence's index.
+      const int first = static_cast<int>(seq) - static_cast<int>(gather.size());
+      TUNABLE_RETURN_IF_ERROR(upload_ints(gather, gather_));
+      TUNABLE_RETURN_IF_ERROR(launch_status(
+          engine::launch_gather_rows(elem_, X_, gather_, static_cast<char*>(LIN_) + static_cast<std::size_t>(first) * h_ * esize_,
+                                     static_cast<int>(gather.size()), static_cast<int>(h_), stream_),
+          "last-row gather"));
+    }
+  }
+  (void)B;
+  return Status::ok();
+}
+
+Status Engine::Impl::prompt_logits(const std::vector<std::int32_t>& prompt, std::vector<float>* logits) {
+  if (logits == nullptr) return Status(StatusCode::kInvalidArgument, "prompt_logits: null output");
+  TUNABLE_RETURN_IF_ERROR(check_prompts({prompt}, 0));
+  logits->clear();
+  return prefill({prompt}, true, logits);
+}
+
+Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prompts, const GenerateParams& params,
+                              const std::function<bool(const std::vector<std::int32_t>&)>& on_step,
+                              GenerateStats* stats) {
+  if (params.max_new_tokens < 1) return Status(StatusCode::kInvalidArgument, "max_new_tokens must be >= 1");
+  const SamplingParams& s = params.sampling;
+  if (!(s.temperature >= 0.f) || !std::isfinite(s.temperature))
+    return Status(StatusCode::kInvalidArgument, fmt::format("temperature must be finite and >= 0 (got {})", s.temperature));
+  if (s.top_k < 0) return Status(StatusCode::kInvalidArgument, fmt::format("top_k must be >= 0 (got {})", s.top_k));
+  if (!(s.top_p > 0.f && s.top_p <= 1.f))
+    return Status(StatusCode::kInvalidArgument, fmt::format("top_p must be in (0, 1] (got {})", s.top_p));
+  TUNABLE_RETURN_IF_ERROR(check_prompts(prompts, params.max_new_tokens));
+  const int B = static_cast<int>(prompts.size());
+  // Tune and capture before the prefill: the warm-up step writes cache rows the prefill rewrites.
+  if (opts_.cuda_graphs) {
+    cudaGraphExec_t g = nullptr;
+    TUNABLE_RETURN_IF_ERROR(graph_for(B, s, kAllKinds, &g));
+  } else {
+    TUNABLE_RETURN_IF_ERROR(warm_decode(B, s));
+  }
+  GenerateStats st;
+  cudaEvent_t t0 = events_[0], t1 = events_[1], t2 = events_[2];
+  TUNABLE_CUDA_CHECK(cudaEventRecord(t0, stream_));
+  TUNABLE_RETURN_IF_ERROR(prefill(prompts, false, nullptr));
+  // The first token: positions hold each prompt's last position, which the choice advances.
+  std::vector<int> last(B);
+  for (int b = 0; b < B; ++b) last[b] = static_cast<int>(prompts[b].size()) - 1;
+  TUNABLE_RETURN_IF_ERROR(upload_ints(last, positions_));
+  TUNABLE_RETURN_IF_ERROR(linear(lm_head_, LIN_, h_, LOGITS_, vocab_, B));
+  TUNABLE_RETURN_IF_ERROR(choose_tokens(LOGITS_, B, s));
+  TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
+
+  // Token read-back: a ring of pinned slots, one event each; the host reads step i while step i + 1
+  // runs.
+  constexpr int kRing = 8;
+  int* slots = reinterpret_cast<int*>(host_);  // the first half is free once the weights are up
+  std::vector<cudaEvent_t> ready(kRing);
+  for (auto& e : ready) TUNABLE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  struct Cleanup {
+    std::vector<cudaEvent_t>& v;
+    ~Cleanup() {
+      for (cudaEvent_t e : v) (void)cudaEventDestroy(e);
+    }
+  } cleanup{ready};
+  auto enqueue_copy = [&](int step) -> Status {
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(slots + (step % kRing) * B, ids_, B * sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    TUNABLE_CUDA_CHECK(cudaEventRecord(ready[step % kRing], stream_));
+    return Status::ok();
+  };
+  std::vector<float> step_logits;
+  auto keep = [&]() -> Status {
+    if (!params.keep_logits) return Status::ok();
+    step_logits.resize(static_cast<std::size_t>(B) * vocab_);
+    TUNABLE_RETURN_IF_ERROR(copy_logits_to_host(B, step_logits.data()));
+    st.logits.insert(st.logits.end(), step_logits.begin(), step_logits.end());
+    return Status::ok();
+  };
+  TUNABLE_RETURN_IF_ERROR(enqueue_copy(0));
+  TUNABLE_RETURN_IF_ERROR(keep());
+  std::vector<bool> finished(B, false);
+  std::vector<std::int32_t> tokens(B);
+  const auto is_eos = [&](int t) {
+    return std::find(info_.eos_token_ids.begin(), info_.eos_token_ids.end(), t) != info_.eos_token_ids.end();
+  };
+  int delivered = 0, enqueued = 1;
+  bool stop = false;
+  bool decode_started = false;
+  while (delivered < params.max_new_tokens && !stop) {
+    // Keep one step ahead of the host (never past the last step the cache has room for).
+    if (enqueued < params.max_new_tokens && enqueued <= delivered + 1 && !params.keep_logits) {
+      if (!decode_started) {
+        TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
+        decode_started = true;
+      }
+      TUNABLE_RETURN_IF_ERROR(decode_step(B, s));
+      TUNABLE_RETURN_IF_ERROR(enqueue_copy(enqueued));
+      ++enqueued;
+    }
+    TUNABLE_CUDA_CHECK(cudaEventSynchronize(ready[delivered % kRing]));
+    const int* got = slots + (delivered % kRing) * B;
+    bool all_done = true;
+    for (int b = 0; b < B; ++b) {
+      tokens[b] = finished[b] ? -1 : got[b];
+      if (!finished[b] && !params.ignore_eos && is_eos(got[b])) finished[b] = true;
+      all_done = all_done && finished[b];
+    }
+    ++delivered;
+    if (on_step && !on_step(tokens)) stop = true;
+    if (all_done && !params.ignore_eos) stop = true;
+    if (params.keep_logits && !stop && enqueued < params.max_new_tokens) {
+      if (!decode_started) {
+        TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
+        decode_started = true;
+      }
+      TUNABLE_RETURN_IF_ERROR(decode_step(B, s));
+      TUNABLE_RETURN_IF_ERROR(enqueue_copy(enqueued));
+      ++enqueued;
+      TUNABLE_RETURN_IF_ERROR(keep());
+    }
+  }
+  TUNABLE_CUDA_CHECK(cudaEventRecord(t2, stream_));
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  float pre = 0, dec = 0;
+  TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&pre, t0, t1));
+  TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&dec, t1, t2));
+  st.steps = delivered;
+  st.decode_ms = decode_started ? dec : 0.0;
+  st.prefill_ms = pre;
+  if (!decode_started) st.prefill_ms += dec;
+  if (stats) *stats = std::move(st);
+  return Status::ok();
+}
+
+// ---- benchmark -------------------------------------------------------------------------------------
+
+Status Engine::Impl::benchmark(int batch, int prompt_len, int new_tokens, int runs, Engine::BenchResult* out) {
+  if (out == nullptr) return Status(StatusCode::kInvalidArgument, "benchmark: null output");
+  if (batch < 1 || prompt_len < 1 || new_tokens < 2 || runs < 1)
+    return Status(StatusCode::kInvalidArgument, "benchmark: batch, prompt_len, runs >= 1 and new_tokens >= 2 required");
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(vocab_) - 1);
+  std::vector<std::vector<std::int32_t>> prompts(batch, std::vector<std::int32_t>(prompt_len));
+  for (auto& p : prompts)
+    for (auto& t : p) t = pick(rng);
+  GenerateParams gp;
+  gp.max_new_tokens = new_tokens;
+  gp.ignore_eos = true;
+  std::vector<double> pre, dec;
+  for (int r = 0; r < runs + 1; ++r) {  // the first run warms up (tuning, capture)
+    GenerateStats st;
+    TUNABLE_RETURN_IF_ERROR(generate(prompts, gp, nullptr, &st));
+    if (r == 0) continue;
+    pre.push_back(st.prefill_ms);
+    dec.push_back(st.decode_ms / (st.steps - 1));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  out->batch = batch;
+  out->prompt_len = prompt_len;
+  out->new_tokens = new_tokens;
+  out->prefill_ms = median(pre);
+  out->decode_ms_per_step = median(dec);
+  // Bytes a step must read: every weight once (the embedding table only through its rows unless it
+  // is also the output projection) and the KV cache up to the mean position.
+  std::size_t bytes = info_.weight_bytes;
+  if (!cfg_.tie_word_embeddings) bytes -= static_cast<std::size_t>(vocab_ * h_) * esize_;
+  const double mean_pos = prompt_len + new_tokens / 2.0;
+  bytes += static_cast<std::size_t>(2.0 * cfg_.num_layers * batch * nkv_ * hd_ * esize_ * mean_pos);
+  out->bytes_per_step = bytes;
+
+  // Each kind's launches alone, replayed as a graph at the mean position.
+  out->kind_ms_per_step.clear();
+  SamplingParams greedy;
+  for (const auto& [kind, name] : kKindNames) {
+    std::vector<int> pos(batch, static_cast<int>(mean_pos));
+    TUNABLE_RETURN_IF_ERROR(upload_ints(pos, positions_));
+    cudaGraphExec_t g = nullptr;
+    TUNABLE_RETURN_IF_ERROR(graph_for(batch, greedy, kind, &g));
+    constexpr int kReplays = 20;
+    for (int i = 0; i < 3; ++i) TUNABLE_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+    TUNABLE_CUDA_CHECK(cudaEventRecord(events_[0], stream_));
+    for (int i = 0; i < kReplays; ++i) {
+      TUNABLE_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+    }
+    TUNABLE_CUDA_CHECK(cudaEventRecord(events_[1], stream_));
+    TUNABLE_CUDA_CHECK(cudaEventSynchronize(events_[1]));
+    float ms = 0;
+    TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[0], events_[1]));
+    out->kind_ms_per_step.emplace_back(name, ms / kReplays);
+  }
+  return Status::ok();
+}
+
+// ---- public ----------------------------------------------------------------------------------------
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Status Engine::load(const std::string& model_dir, const EngineOptions& options, std::unique_ptr<Engine>* out) {
+  if (out == nullptr) return Status(StatusCode::kInvalidArgument, "Engine::load: null output");
+  auto impl = std::make_unique<Impl>();
+  TUNABLE_RETURN_IF_ERROR(impl->load(model_dir, options));
+  out->reset(new Engine(std::move(impl)));
+  return Status::ok();
+}
+
+const ModelInfo& Engine::info() const { return impl_->info_; }
+
+Status Engine::generate(const std::vector<std::vector<std::int32_t>>& prompts, const GenerateParams& params,
+                        const std::function<bool(const std::vector<std::int32_t>&)>& on_step, GenerateStats* stats) {
+  return impl_->generate(prompts, params, on_step, stats);
+}
+
+Status Engine::prompt_logits(const std::vector<std::int32_t>& prompt, std::vector<float>* logits) {
+  return impl_->prompt_logits(prompt, logits);
+}
+
+Status Engine::benchmark(int batch, int prompt_len, int new_tokens, int runs, BenchResult* out) {
+  return impl_->benchmark(batch, prompt_len, new_tokens, runs, out);
+}
+
+}  // namespace tunable

@@ -1,0 +1,157 @@
+// Instantiates the engine's kernels for bf16 and fp16 and head dimensions 64, 128 and 256.
+#include "engine/engine_kernels.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "kernels/attention/attention.cuh"
+#include "kernels/model/rows.cuh"
+#include "kernels/sampling/sampling.cuh"
+
+namespace tunable::engine {
+namespace k = tunable::kernels;
+
+namespace {
+
+template <class Fn>
+cudaError_t by_elem(Elem t, Fn&& fn) {
+  switch (t) {
+    case Elem::kBF16: return fn(__nv_bfloat16{});
+    case Elem::kF16: return fn(__half{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class Fn>
+cudaError_t by_head_dim(int d, Fn&& fn) {
+  switch (d) {
+    case 64: return fn(std::integral_constant<int, 64>{});
+    case 128: return fn(std::integral_constant<int, 128>{});
+    case 256: return fn(std::integral_constant<int, 256>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+/// Raises a kernel's dynamic shared memory limit once to what this launch needs (above 48 KiB a
+/// kernel must opt in).
+template <class Kernel>
+cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  static std::size_t allowed = 0;  // per instantiation of this function, i.e. per kernel type
+  if (bytes <= allowed) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e == cudaSuccess) allowed = bytes;
+  return e;
+}
+
+}  // namespace
+
+cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, int rows, int hidden, float scale,
+                         cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::EmbedParams<T> p{ids, static_cast<const T*>(table), static_cast<T*>(out), hidden, scale};
+    return k::launch_kernel(k::embed_kernel<T>, dim3(rows), dim3(256), 0, stream, p);
+  });
+}
+
+cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* dst, int n, int hidden,
+                               cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::GatherParams<T> p{static_cast<const T*>(src), rows, static_cast<T*>(dst), hidden};
+    return k::launch_kernel(k::gather_rows_kernel<T>, dim3(n), dim3(256), 0, stream, p);
+  });
+}
+
+std::size_t decode_attention_smem_bytes(const AttnShape& s, int chunk_cap) {
+  return k::decode_attention_smem(s.heads / s.kv_heads, s.head_dim, chunk_cap);
+}
+
+void plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, int* splits,
+                        int* chunk_cap) {
+  // Two blocks per SM; at most 32 spans, so the last block's combine stays short.
+  int n = std::max(1, (2 * sm_count + s.kv_heads * rows - 1) / (s.kv_heads * rows));
+  n = std::min({n, 32, s.max_seq});
+  int cap = (s.max_seq + n - 1) / n;
+  while (decode_attention_smem_bytes(s, cap) > max_smem && n < s.max_seq) {
+    ++n;
+    cap = (s.max_seq + n - 1) / n;
+  }
+  *splits = n;
+  *chunk_cap = cap;
+}
+
+cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows, int chunk_cap,
+                                    cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    return by_head_dim(s.head_dim, [&](auto dz) {
+      constexpr int D = decltype(dz)::value;
+      k::DecodeAttnParams<T> p{static_cast<const T*>(a.qkv), a.qkv_stride, static_cast<T*>(a.k_cache),
+                               static_cast<T*>(a.v_cache), a.positions, a.inv_freq, static_cast<T*>(a.out),
+                               a.out_stride, a.part_acc, a.part_ml, a.counters, s.heads, s.kv_heads, s.max_seq,
+                               a.splits, chunk_cap, s.scale};
+      const std::size_t smem = decode_attention_smem_bytes(s, chunk_cap);
+      if (cudaError_t e = allow_smem(k::decode_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
+      return k::launch_kernel(k::decode_attention_kernel<T, D>, dim3(a.splits, s.kv_heads, rows),
+                              dim3(k::kDecodeAttnThreads), smem, stream, p);
+    });
+  });
+}
+
+cudaError_t launch_rope_cache(Elem t, const AttnShape& s, void* qkv, std::int64_t qkv_stride, void* k_cache,
+                              void* v_cache, const int* token_pos, const int* token_seq, const float* inv_freq,
+                              int rows, cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::RopeCacheParams<T> p{static_cast<T*>(qkv), qkv_stride, static_cast<T*>(k_cache), static_cast<T*>(v_cache),
+                            token_pos, token_seq, inv_freq, s.heads, s.kv_heads, s.max_seq, s.head_dim};
+    return k::launch_kernel(k::rope_cache_kernel<T>, dim3(rows), dim3(128), 0, stream, p);
+  });
+}
+
+cudaError_t launch_prefill_attention(Elem t, const AttnShape& s, const void* qkv, std::int64_t qkv_stride,
+                                     const void* k_cache, const void* v_cache, const Segment* segments,
+                                     int num_segments, int max_segment_len, void* out, std::int64_t out_stride,
+                                     cudaStream_t stream) {
+  static_assert(sizeof(Segment) == sizeof(k::PrefillSegment), "segment layouts differ");
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    return by_head_dim(s.head_dim, [&](auto dz) {
+      constexpr int D = decltype(dz)::value;
+      k::PrefillAttnParams<T> p{static_cast<const T*>(qkv), qkv_stride, static_cast<const T*>(k_cache),
+                                static_cast<const T*>(v_cache), reinterpret_cast<const k::PrefillSegment*>(segments),
+                                static_cast<T*>(out), out_stride, s.heads, s.kv_heads, s.max_seq, s.scale};
+      const std::size_t smem = k::prefill_attention_smem<D>(sizeof(T));
+      if (cudaError_t e = allow_smem(k::prefill_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
+      const int tiles = (max_segment_len + k::kPrefillQueries - 1) / k::kPrefillQueries;
+      return k::launch_kernel(k::prefill_attention_kernel<T, D>, dim3(tiles, s.heads, num_segments),
+                              dim3(k::kPrefillWarps * 32), smem, stream, p);
+    });
+  });
+}
+
+cudaError_t launch_argmax(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, float* part_val,
+                          int* part_idx, unsigned* counters, int* next_ids, int* positions, cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::ArgmaxParams<T> p{static_cast<const T*>(logits), stride, vocab, part_val, part_idx, counters,
+                         k::StepAdvance{next_ids, positions}};
+    return k::launch_kernel(k::argmax_kernel<T>, dim3(kArgmaxBlocks, rows), dim3(k::kArgmaxThreads), 0, stream, p);
+  });
+}
+
+cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, const SampleArgs& a,
+                          int* next_ids, int* positions, cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::SampleParams<T> p{static_cast<const T*>(logits), stride, vocab, 1.f / a.temperature, a.top_k, a.top_p,
+                         a.seed, positions, k::StepAdvance{next_ids, positions}};
+    return k::launch_kernel(k::sample_kernel<T>, dim3(rows), dim3(k::kSampleThreads), 0, stream, p);
+  });
+}
+
+}  // namespace tunable::engine

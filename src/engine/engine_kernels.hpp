@@ -1,0 +1,79 @@
+// Launchers of the engine's own kernels (kernels/attention, kernels/sampling, kernels/model) for
+// the element types a model runs in. Device pointers throughout; each returns the launch's status.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tunable::engine {
+
+enum class Elem { kBF16, kF16 };
+
+cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, int rows, int hidden, float scale,
+                         cudaStream_t stream);
+cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* dst, int n, int hidden,
+                               cudaStream_t stream);
+
+struct AttnShape {
+  int heads = 0, kv_heads = 0, head_dim = 0, max_seq = 0;
+  float scale = 1.f;
+};
+
+struct DecodeAttnArgs {
+  const void* qkv = nullptr;
+  std::int64_t qkv_stride = 0;
+  void* k_cache = nullptr;  ///< this layer's
+  void* v_cache = nullptr;
+  const int* positions = nullptr;
+  const float* inv_freq = nullptr;
+  void* out = nullptr;
+  std::int64_t out_stride = 0;
+  float* part_acc = nullptr;
+  float* part_ml = nullptr;
+  unsigned* counters = nullptr;
+  int splits = 1;
+};
+
+/// Spans a decode launch splits each sequence into, and the longest span, for `rows` sequences of
+/// at most max_seq positions on `sm_count` SMs: enough blocks to fill the GPU twice, within the
+/// shared memory a block may hold (`max_smem`).
+void plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, int* splits, int* chunk_cap);
+/// Shared memory of one decode block for the plan.
+std::size_t decode_attention_smem_bytes(const AttnShape& s, int chunk_cap);
+
+cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows, int chunk_cap,
+                                    cudaStream_t stream);
+
+cudaError_t launch_rope_cache(Elem t, const AttnShape& s, void* qkv, std::int64_t qkv_stride, void* k_cache,
+                              void* v_cache, const int* token_pos, const int* token_seq, const float* inv_freq,
+                              int rows, cudaStream_t stream);
+
+/// A run of rows of one sequence in a prefill pass (kernels::PrefillSegment's layout).
+struct Segment {
+  int row0, len, seq, pos0;
+};
+
+cudaError_t launch_prefill_attention(Elem t, const AttnShape& s, const void* qkv, std::int64_t qkv_stride,
+                                     const void* k_cache, const void* v_cache, const Segment* segments,
+                                     int num_segments, int max_segment_len, void* out, std::int64_t out_stride,
+                                     cudaStream_t stream);
+
+/// Blocks per row of the greedy argmax (partials sized [rows][kArgmaxBlocks]).
+inline constexpr int kArgmaxBlocks = 32;
+
+cudaError_t launch_argmax(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, float* part_val,
+                          int* part_idx, unsigned* counters, int* next_ids, int* positions, cudaStream_t stream);
+
+struct SampleArgs {
+  float temperature = 1.f;  ///< > 0
+  int top_k = 0;
+  float top_p = 1.f;
+  unsigned long long seed = 0;
+};
+
+cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, const SampleArgs& a,
+                          int* next_ids, int* positions, cudaStream_t stream);
+
+}  // namespace tunable::engine
