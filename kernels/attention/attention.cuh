@@ -25,6 +25,9 @@ namespace tunable::kernels {
 
 /// Query heads per KV head a decode block holds in registers at most.
 inline constexpr int kMaxAttnGroup = 16;
+/// Spans a decode launch splits a sequence into at most (the combine keeps their weights in
+/// shared memory).
+inline constexpr int kMaxAttnSplits = 64;
 
 template <class T>
 struct DecodeAttnParams {
@@ -39,7 +42,10 @@ struct DecodeAttnParams {
   float* part_acc;            ///< [rows][heads][splits][D]
   float* part_ml;             ///< [rows][heads][splits][2]: running max, sum of exp
   unsigned* counters;         ///< [rows][kv_heads], zero between launches
-  int heads, kv_heads, max_seq, splits, chunk_cap;
+  int heads, kv_heads, max_seq;
+  int splits;                 ///< spans launched per sequence (<= kMaxAttnSplits)
+  int chunk_cap;              ///< longest span the shared memory holds: max(ceil(max_seq / splits), min_chunk)
+  int min_chunk;              ///< shortest span worth its partial results; fewer spans run below it
   float scale;                ///< softmax scale (head_dim^-0.5)
 };
 
@@ -87,7 +93,11 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   pdl_wait();
   const int pos = p.positions[row];
   const int len = pos + 1;
-  const int chunk = (len + p.splits - 1) / p.splits;
+  // Spans shorter than min_chunk cost more in partial results (group x D floats each) than they
+  // save: short sequences run on fewer spans, and the blocks past them leave at once.
+  const int active = max(1, min(p.splits, (len + p.min_chunk - 1) / p.min_chunk));
+  if (split >= active) return;
+  const int chunk = (len + active - 1) / active;
   const int s0 = min(split * chunk, len), s1 = min(len, s0 + chunk);
   const T* qkv = p.qkv + row * p.qkv_stride;
   for (int i = threadIdx.x; i < group * (D / 2); i += kDecodeAttnThreads) {
@@ -150,6 +160,25 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
 
   // P V for this span, unnormalized; every head of the group per thread so V is read once.
   const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
+  if (active == 1) {
+    // One span: the block's result is final.
+    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
+      float acc[kMaxAttnGroup];
+#pragma unroll
+      for (int g = 0; g < kMaxAttnGroup; ++g) acc[g] = 0.f;
+      for (int j = 0; j < n; ++j) {
+        const float v = to_float(vc[static_cast<std::int64_t>(s0 + j) * D + d]);
+#pragma unroll
+        for (int g = 0; g < kMaxAttnGroup; ++g)
+          if (g < group) acc[g] = fmaf(s_s[g * p.chunk_cap + j], v, acc[g]);
+      }
+#pragma unroll
+      for (int g = 0; g < kMaxAttnGroup; ++g)
+        if (g < group) p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(acc[g] / ml_s[g][1]);
+    }
+    return;
+  }
+  // P V for this span, unnormalized; every head of the group per thread so V is read once.
   for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
     float acc[kMaxAttnGroup];
 #pragma unroll
@@ -173,26 +202,41 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned done = atomicAdd(&p.counters[row * p.kv_heads + kvh], 1u);
-    last_s = done == static_cast<unsigned>(p.splits) - 1;
+    last_s = done == static_cast<unsigned>(active) - 1;
   }
   __syncthreads();
   if (!last_s) return;
   __threadfence();
-  // The last span's block combines every span: weights exp(m_s - M), an empty span weighs 0.
+  // The last span's block combines every span with weights exp(m_s - M) / L (an empty span weighs
+  // 0): the weights first, into shared memory, then every output with its span loads in flight.
+  __shared__ float w_s[kMaxAttnGroup][kMaxAttnSplits], l_s[kMaxAttnGroup][kMaxAttnSplits];
+  for (int i = threadIdx.x; i < group * active; i += kDecodeAttnThreads) {
+    const int g = i / active, sp = i - g * active;
+    const float* ml = p.part_ml + ((part_row + kvh * group + g) * p.splits + sp) * 2;
+    w_s[g][sp] = __ldcg(ml);
+    l_s[g][sp] = __ldcg(ml + 1);
+  }
+  __syncthreads();
+  if (threadIdx.x < group) {
+    const int g = threadIdx.x;
+    float m_max = -INFINITY;
+    for (int sp = 0; sp < active; ++sp) m_max = fmaxf(m_max, w_s[g][sp]);
+    float l = 0.f;
+    for (int sp = 0; sp < active; ++sp) {
+      const float w = w_s[g][sp] == -INFINITY ? 0.f : __expf(w_s[g][sp] - m_max);
+      w_s[g][sp] = w;
+      l = fmaf(l_s[g][sp], w, l);
+    }
+    for (int sp = 0; sp < active; ++sp) w_s[g][sp] /= l;
+  }
+  __syncthreads();
   for (int i = threadIdx.x; i < group * D; i += kDecodeAttnThreads) {
     const int g = i / D, d = i - g * D;
-    const std::int64_t h = part_row + kvh * group + g;
-    float m_max = -INFINITY;
-    for (int s = 0; s < p.splits; ++s) m_max = fmaxf(m_max, __ldcg(p.part_ml + (h * p.splits + s) * 2));
-    float l = 0.f, a = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float m = __ldcg(p.part_ml + (h * p.splits + s) * 2);
-      if (m == -INFINITY) continue;
-      const float w = __expf(m - m_max);
-      l = fmaf(__ldcg(p.part_ml + (h * p.splits + s) * 2 + 1), w, l);
-      a = fmaf(__ldcg(p.part_acc + (h * p.splits + s) * D + d), w, a);
-    }
-    p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(a / l);
+    const float* acc = p.part_acc + (part_row + kvh * group + g) * p.splits * D + d;
+    float a = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < active; ++sp) a = fmaf(__ldcg(acc + sp * D), w_s[g][sp], a);
+    p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(a);
   }
   if (threadIdx.x == 0) p.counters[row * p.kv_heads + kvh] = 0u;
 }

@@ -302,9 +302,13 @@ Status Engine::Impl::plan_memory() {
   max_rows_ = std::max(opts_.prefill_chunk, opts_.max_batch);
   logit_rows_cap_ = std::max(opts_.max_batch, 16);
   for (int b = 1; b <= opts_.max_batch; ++b) {
-    int splits = 1, cap = 1;
-    engine::plan_decode_splits(shape_, b, sm_count_, max_smem_, &splits, &cap);
-    max_splits_ = std::max(max_splits_, splits);
+    engine::DecodeAttnArgs plan;
+    if (!engine::plan_decode_splits(shape_, b, sm_count_, max_smem_, &plan))
+      return Status(StatusCode::kNotSupported,
+                    fmt::format("max_seq_len {} is too long for the decode attention's spans (at most {} of {} "
+                                "positions each with {} query heads per KV head and head_dim {})",
+                                max_seq_, engine::max_decode_splits(), plan.chunk_cap, nq_ / nkv_, hd_));
+    max_splits_ = std::max(max_splits_, plan.splits);
   }
 
   // Weights.
@@ -579,9 +583,8 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
       char* kc = k_cache_ + layer_cache_bytes_ * l;
       char* vc = v_cache_ + layer_cache_bytes_ * l;
       if (p.decode) {
-        int splits = 1, cap = 1;
-        engine::plan_decode_splits(shape_, T, sm_count_, max_smem_, &splits, &cap);
         engine::DecodeAttnArgs a;
+        (void)engine::plan_decode_splits(shape_, T, sm_count_, max_smem_, &a);  // checked at load
         a.qkv = QKV_;
         a.qkv_stride = qkv_dim_;
         a.k_cache = kc;
@@ -593,9 +596,8 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
         a.part_acc = part_acc_;
         a.part_ml = part_ml_;
         a.counters = attn_counters_;
-        a.splits = splits;
         TUNABLE_RETURN_IF_ERROR(
-            launch_status(engine::launch_decode_attention(elem_, shape_, a, T, cap, stream_), "decode attention"));
+            launch_status(engine::launch_decode_attention(elem_, shape_, a, T, stream_), "decode attention"));
       } else {
         TUNABLE_RETURN_IF_ERROR(launch_status(engine::launch_rope_cache(elem_, shape_, QKV_, qkv_dim_, kc, vc, tok_pos_,
                                                                         tok_seq_, inv_freq_, T, stream_),

@@ -66,25 +66,24 @@ cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* d
   });
 }
 
-std::size_t decode_attention_smem_bytes(const AttnShape& s, int chunk_cap) {
-  return k::decode_attention_smem(s.heads / s.kv_heads, s.head_dim, chunk_cap);
-}
+int max_decode_splits() { return k::kMaxAttnSplits; }
 
-void plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, int* splits,
-                        int* chunk_cap) {
-  // Two blocks per SM; at most 32 spans, so the last block's combine stays short.
+bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan) {
+  const int group = s.heads / s.kv_heads;
+  // Two blocks per SM at the longest sequences; spans of at least 4 keys per query head of the
+  // group (16 at least), so partial results stay a fraction of the keys and values read.
   int n = std::max(1, (2 * sm_count + s.kv_heads * rows - 1) / (s.kv_heads * rows));
   n = std::min({n, 32, s.max_seq});
-  int cap = (s.max_seq + n - 1) / n;
-  while (decode_attention_smem_bytes(s, cap) > max_smem && n < s.max_seq) {
-    ++n;
-    cap = (s.max_seq + n - 1) / n;
-  }
-  *splits = n;
-  *chunk_cap = cap;
+  const int min_chunk = std::max(16, 4 * group);
+  auto cap_of = [&](int splits) { return std::max((s.max_seq + splits - 1) / splits, min_chunk); };
+  while (k::decode_attention_smem(group, s.head_dim, cap_of(n)) > max_smem && n < k::kMaxAttnSplits) ++n;
+  plan->splits = n;
+  plan->chunk_cap = cap_of(n);
+  plan->min_chunk = min_chunk;
+  return k::decode_attention_smem(group, s.head_dim, plan->chunk_cap) <= max_smem;
 }
 
-cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows, int chunk_cap,
+cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
                                     cudaStream_t stream) {
   return by_elem(t, [&](auto z) {
     using T = decltype(z);
@@ -93,8 +92,8 @@ cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttn
       k::DecodeAttnParams<T> p{static_cast<const T*>(a.qkv), a.qkv_stride, static_cast<T*>(a.k_cache),
                                static_cast<T*>(a.v_cache), a.positions, a.inv_freq, static_cast<T*>(a.out),
                                a.out_stride, a.part_acc, a.part_ml, a.counters, s.heads, s.kv_heads, s.max_seq,
-                               a.splits, chunk_cap, s.scale};
-      const std::size_t smem = decode_attention_smem_bytes(s, chunk_cap);
+                               a.splits, a.chunk_cap, a.min_chunk, s.scale};
+      const std::size_t smem = k::decode_attention_smem(s.heads / s.kv_heads, D, a.chunk_cap);
       if (cudaError_t e = allow_smem(k::decode_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
       return k::launch_kernel(k::decode_attention_kernel<T, D>, dim3(a.splits, s.kv_heads, rows),
                               dim3(k::kDecodeAttnThreads), smem, stream, p);

@@ -33,17 +33,21 @@ struct DecodeAttnArgs {
   float* part_acc = nullptr;
   float* part_ml = nullptr;
   unsigned* counters = nullptr;
-  int splits = 1;
+  int splits = 1;     ///< from plan_decode_splits
+  int chunk_cap = 1;
+  int min_chunk = 1;
 };
 
-/// Spans a decode launch splits each sequence into, and the longest span, for `rows` sequences of
-/// at most max_seq positions on `sm_count` SMs: enough blocks to fill the GPU twice, within the
-/// shared memory a block may hold (`max_smem`).
-void plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, int* splits, int* chunk_cap);
-/// Shared memory of one decode block for the plan.
-std::size_t decode_attention_smem_bytes(const AttnShape& s, int chunk_cap);
+/// How a decode launch splits each sequence: `splits` spans launched (enough blocks to fill the GPU
+/// twice, at most kernels::kMaxAttnSplits), of at least min_chunk keys each (fewer spans run for
+/// shorter sequences: a span's partial results cost group x head_dim floats), the longest span the
+/// shared memory must hold. False when no plan fits `max_smem` (max_seq too long for one block's
+/// span at 64 spans).
+bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan);
+/// The most spans any plan uses (partial results are sized for it).
+int max_decode_splits();
 
-cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows, int chunk_cap,
+cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
                                     cudaStream_t stream);
 
 cudaError_t launch_rope_cache(Elem t, const AttnShape& s, void* qkv, std::int64_t qkv_stride, void* k_cache,

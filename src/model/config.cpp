@@ -130,10 +130,22 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
     return Status(StatusCode::kNotSupported, fmt::format("{}: activation '{}' is not supported (SiLU or GELU-tanh)",
                                                          what, act));
 
-  if (const auto rs = j.find("rope_scaling"); rs != j.end() && !rs->is_null()) {
-    if (!rs->is_object()) return parse_error(what, "rope_scaling is not an object");
+  // transformers 5 writes `rope_parameters` (rope_type, rope_theta and the scaling's fields in one
+  // object); earlier versions a top-level rope_theta and `rope_scaling`. The newer form wins.
+  const char* rope_key = "rope_scaling";
+  auto rs = j.find("rope_parameters");
+  if (rs != j.end() && !rs->is_null()) rope_key = "rope_parameters";
+  else rs = j.find("rope_scaling");
+  if (rs != j.end() && !rs->is_null()) {
+    if (!rs->is_object()) return parse_error(what, fmt::format("{} is not an object", rope_key));
+    for (auto it = rs->begin(); it != rs->end(); ++it)
+      if (it.value().is_object())
+        return Status(StatusCode::kNotSupported,
+                      fmt::format("{}: {} per layer type ('{}') is not supported", what, rope_key, it.key()));
+    TUNABLE_RETURN_IF_ERROR(number(*rs, "rope_theta", what, &c.rope_theta));
     std::string type = str(*rs, "rope_type");
     if (type.empty()) type = str(*rs, "type");
+    if (type.empty()) type = "default";
     if (type == "llama3") {
       c.rope_scaling.llama3 = true;
       TUNABLE_RETURN_IF_ERROR(number(*rs, "factor", what, &c.rope_scaling.factor));
@@ -143,10 +155,10 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
         TUNABLE_RETURN_IF_ERROR(positive(*rs, "original_max_position_embeddings", what,
                                          &c.rope_scaling.original_max_position_embeddings));
       if (c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor)
-        return parse_error(what, "rope_scaling: high_freq_factor must exceed low_freq_factor");
+        return parse_error(what, fmt::format("{}: high_freq_factor must exceed low_freq_factor", rope_key));
     } else if (type != "default") {
       return Status(StatusCode::kNotSupported,
-                    fmt::format("{}: rope_scaling type '{}' is not supported (llama3 or none)", what, type));
+                    fmt::format("{}: {} type '{}' is not supported (llama3 or none)", what, rope_key, type));
     }
   }
   c.tie_word_embeddings = flag(j, "tie_word_embeddings", c.family == Family::kGemma);

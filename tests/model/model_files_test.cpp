@@ -159,7 +159,23 @@ TEST(ModelConfig, FamiliesAreRecognisedWithTheirConventions) {
   EXPECT_EQ(c.num_kv_heads, 8);
   EXPECT_TRUE(c.rope_scaling.llama3);
   EXPECT_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.rope_theta, 500000.0);
   EXPECT_FALSE(c.gelu_tanh || c.gemma_norm || c.qkv_bias || c.tie_word_embeddings);
+
+  // transformers 5 moves rope_theta and the scaling into rope_parameters.
+  const char* llama3_v5 = R"({"architectures":["LlamaForCausalLM"],"vocab_size":1000,"hidden_size":256,
+    "intermediate_size":512,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,
+    "rope_parameters":{"rope_type":"llama3","rope_theta":500000.0,"factor":8.0,"low_freq_factor":1.0,
+    "high_freq_factor":4.0,"original_max_position_embeddings":64}})";
+  ASSERT_TRUE(parse_model_config(llama3_v5, "config.json", &c).is_ok());
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_TRUE(c.rope_scaling.llama3);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 64);
+  const char* default_v5 = R"({"model_type":"llama","vocab_size":1000,"hidden_size":256,"intermediate_size":512,
+    "num_hidden_layers":2,"num_attention_heads":2,"rope_parameters":{"rope_type":"default","rope_theta":1e6}})";
+  ASSERT_TRUE(parse_model_config(default_v5, "config.json", &c).is_ok());
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_FALSE(c.rope_scaling.llama3);
 
   const char* gemma = R"({"architectures":["GemmaForCausalLM"],"vocab_size":256000,"hidden_size":2048,
     "intermediate_size":16384,"num_hidden_layers":18,"num_attention_heads":8,"num_key_value_heads":1,
@@ -210,6 +226,12 @@ TEST(ModelConfig, UnsupportedAndMalformedConfigsAreNamed) {
        "activation 'relu' is not supported"},
       {"{\"model_type\":\"llama\"," + base + ",\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4}}",
        StatusCode::kNotSupported, "rope_scaling type 'yarn' is not supported"},
+      {"{\"model_type\":\"llama\"," + base + ",\"rope_parameters\":{\"rope_type\":\"yarn\",\"factor\":4}}",
+       StatusCode::kNotSupported, "rope_parameters type 'yarn' is not supported"},
+      {"{\"model_type\":\"llama\"," + base + ",\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\"}}}",
+       StatusCode::kNotSupported, "rope_parameters per layer type ('full_attention') is not supported"},
+      {"{\"model_type\":\"llama\"," + base + ",\"rope_parameters\":{\"rope_theta\":-1}}", StatusCode::kParseError,
+       "rope_theta is -1"},
       {"{\"model_type\":\"llama\"," + base + ",\"mlp_bias\":true}", StatusCode::kNotSupported, "mlp_bias"},
       {"{\"model_type\":\"llama\"," + base + ",\"head_dim\":15}", StatusCode::kParseError, "head_dim 15 is odd"},
   };
