@@ -111,31 +111,47 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   const std::int64_t head_base = (static_cast<std::int64_t>(row) * p.kv_heads + kvh) * p.max_seq * D;
   T* kc = p.k_cache + head_base;
   T* vc = p.v_cache + head_base;
+  const int n = s1 - s0;
+  // The span's keys and values head for L2 while the queries are rotated: the loads below then
+  // wait on L2, not DRAM (a block has few loads in flight; their latency, not bandwidth, bounds it).
+  prefetch_l2(kc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
+  prefetch_l2(vc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
   if (s0 <= pos && pos < s1) {
     // The block that reads the new position writes it first (nobody else reads it this step).
     const T* k = qkv + (p.heads + kvh) * D;
     const T* v = qkv + (p.heads + p.kv_heads + kvh) * D;
+    T* kp = kc + static_cast<std::int64_t>(pos) * D;
     for (int d = threadIdx.x; d < D / 2; d += kDecodeAttnThreads)
-      rope_pair(to_float(k[d]), to_float(k[d + D / 2]), pos, p.inv_freq[d], &kc[pos * D + d],
-                &kc[pos * D + d + D / 2]);
-    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) vc[pos * D + d] = v[d];
+      rope_pair(to_float(k[d]), to_float(k[d + D / 2]), pos, p.inv_freq[d], &kp[d], &kp[d + D / 2]);
+    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) vc[static_cast<std::int64_t>(pos) * D + d] = v[d];
   }
   __syncthreads();
 
-  // Scores: a warp per key, each lane kPerLane contiguous elements of it.
-  const int n = s1 - s0;
-  for (int j = warp; j < n; j += kWarps) {
-    const Vec<T, kPerLane> kv = load_vec<Vec<T, kPerLane>>(kc + static_cast<std::int64_t>(s0 + j) * D + lane * kPerLane);
-    float kf[kPerLane];
+  // Scores: a warp per key, each lane kPerLane contiguous elements of it; kUnroll keys' loads are
+  // issued before any is used.
+  constexpr int kUnroll = 4;
+  for (int j0 = warp; j0 < n; j0 += kWarps * kUnroll) {
+    Vec<T, kPerLane> kv[kUnroll];
 #pragma unroll
-    for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(kv.v[e]);
-    for (int g = 0; g < group; ++g) {
-      const float* q = q_s + g * D + lane * kPerLane;
-      float acc = 0.f;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = j0 + u * kWarps;
+      if (j < n) kv[u] = load_vec<Vec<T, kPerLane>>(kc + static_cast<std::int64_t>(s0 + j) * D + lane * kPerLane);
+    }
 #pragma unroll
-      for (int e = 0; e < kPerLane; ++e) acc = fmaf(q[e], kf[e], acc);
-      acc = attn_warp_sum(acc);
-      if (lane == 0) s_s[g * p.chunk_cap + j] = acc;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = j0 + u * kWarps;
+      if (j >= n) break;
+      float kf[kPerLane];
+#pragma unroll
+      for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(kv[u].v[e]);
+      for (int g = 0; g < group; ++g) {
+        const float* q = q_s + g * D + lane * kPerLane;
+        float acc = 0.f;
+#pragma unroll
+        for (int e = 0; e < kPerLane; ++e) acc = fmaf(q[e], kf[e], acc);
+        acc = attn_warp_sum(acc);
+        if (lane == 0) s_s[g * p.chunk_cap + j] = acc;
+      }
     }
   }
   __syncthreads();
@@ -160,39 +176,34 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
 
   // P V for this span, unnormalized; every head of the group per thread so V is read once.
   const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
-  if (active == 1) {
-    // One span: the block's result is final.
-    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
-      float acc[kMaxAttnGroup];
-#pragma unroll
-      for (int g = 0; g < kMaxAttnGroup; ++g) acc[g] = 0.f;
-      for (int j = 0; j < n; ++j) {
-        const float v = to_float(vc[static_cast<std::int64_t>(s0 + j) * D + d]);
-#pragma unroll
-        for (int g = 0; g < kMaxAttnGroup; ++g)
-          if (g < group) acc[g] = fmaf(s_s[g * p.chunk_cap + j], v, acc[g]);
-      }
-#pragma unroll
-      for (int g = 0; g < kMaxAttnGroup; ++g)
-        if (g < group) p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(acc[g] / ml_s[g][1]);
-    }
-    return;
-  }
-  // P V for this span, unnormalized; every head of the group per thread so V is read once.
+  // P V over the span, every head of the group per thread so V is read once, kPvBatch keys' loads
+  // in flight at a time; normalized and final when the span is the only one, else partial.
+  constexpr int kPvBatch = 8;
   for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
     float acc[kMaxAttnGroup];
 #pragma unroll
     for (int g = 0; g < kMaxAttnGroup; ++g) acc[g] = 0.f;
-    for (int j = 0; j < n; ++j) {
-      const float v = to_float(vc[static_cast<std::int64_t>(s0 + j) * D + d]);
+    for (int j0 = 0; j0 < n; j0 += kPvBatch) {
+      float v[kPvBatch];
 #pragma unroll
-      for (int g = 0; g < kMaxAttnGroup; ++g)
-        if (g < group) acc[g] = fmaf(s_s[g * p.chunk_cap + j], v, acc[g]);
+      for (int u = 0; u < kPvBatch; ++u)
+        v[u] = j0 + u < n ? to_float(vc[static_cast<std::int64_t>(s0 + j0 + u) * D + d]) : 0.f;
+#pragma unroll
+      for (int u = 0; u < kPvBatch; ++u) {
+        if (j0 + u >= n) break;
+#pragma unroll
+        for (int g = 0; g < kMaxAttnGroup; ++g)
+          if (g < group) acc[g] = fmaf(s_s[g * p.chunk_cap + j0 + u], v[u], acc[g]);
+      }
     }
 #pragma unroll
-    for (int g = 0; g < kMaxAttnGroup; ++g)
-      if (g < group) p.part_acc[((part_row + kvh * group + g) * p.splits + split) * D + d] = acc[g];
+    for (int g = 0; g < kMaxAttnGroup; ++g) {
+      if (g >= group) break;
+      if (active == 1) p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(acc[g] / ml_s[g][1]);
+      else p.part_acc[((part_row + kvh * group + g) * p.splits + split) * D + d] = acc[g];
+    }
   }
+  if (active == 1) return;
   if (threadIdx.x < group) {
     float* ml = p.part_ml + ((part_row + kvh * group + threadIdx.x) * p.splits + split) * 2;
     ml[0] = ml_s[threadIdx.x][0];

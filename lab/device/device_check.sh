@@ -132,7 +132,9 @@ for step in "$@"; do
       # tunable bench-model on random-weight models of real configurations; ENGINE_CASES lists
       # MODEL:BATCHES[:PROMPT_LEN[:NEW_TOKENS]] (default gemma-2b:1,8 llama-3-8b:1,8), ENGINE_ARGS adds
       # options (e.g. --tune), ENGINE_HF=1 also runs HF generate (compiled, static cache) on each
-      # model and batch in the same call.
+      # model and batch in the same call, ENGINE_RESULTS_FROM=FILE starts from a results file tuned
+      # in an earlier call on the same GPU kind.
+      [ -n "${ENGINE_RESULTS_FROM:-}" ] && cp "$ENGINE_RESULTS_FROM" "$OUT/engine_results0.csv"
       for c in ${ENGINE_CASES:-gemma-2b:1,8 llama-3-8b:1,8}; do
         IFS=: read -r model batches plen newt <<< "$c"
         plen=${plen:-128}; newt=${newt:-256}

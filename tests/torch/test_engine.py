@@ -8,8 +8,9 @@ Gemma with one KV head, head_dim 256 and random (1 + w) norm weights, one fp32 c
 prompt logits at every position and 32 greedy decode steps against transformers in fp32.
 
 Tolerance held: the engine's largest logit error against fp32 is at most 1.5x that of transformers
-itself run in the model's 16-bit dtype (plus 0.02), at every prompt position and at every decode
-step (the fp32 model teacher-forced on the engine's tokens). Greedy tokens must equal fp32
+itself run in the model's 16-bit dtype (plus 0.02; both over the prompt and the generated tokens),
+at every prompt position and at every decode step (the fp32 model teacher-forced on the engine's
+tokens). Greedy tokens must equal fp32
 transformers' greedy tokens, except after a step where fp32's own margin between its choice and the
 engine's is within that tolerance (a near-tie that 16-bit rounding may decide either way; reported).
 Also: eager steps equal graph replays bit for bit, batched rows equal batch 1 within tolerance, a
@@ -116,16 +117,19 @@ def model_case(name):
         g = torch.Generator().manual_seed(5)
         prompt = torch.randint(0, 512, (20,), generator=g).tolist()
         tokens, plog, slog = run_engine(d, prompt)
-        ref = hf_logits(m32, prompt)
-        ref16 = hf_logits(m16, prompt)
-        tol = 1.5 * (ref16 - ref).abs().max().item() + 0.02
-        err = (plog - ref).abs().max().item()
         ours = tokens[0]
+        # The 16-bit reference error over the whole sequence the steps see (prompt + the engine's
+        # tokens): later positions can amplify rounding more than the prompt's.
+        full = prompt + ours[:-1]
+        ref_full = hf_logits(m32, full)
+        tol = 1.5 * (hf_logits(m16, full) - ref_full).abs().max().item() + 0.02
+        ref = ref_full[:20]
+        err = (plog - ref).abs().max().item()
         with torch.no_grad():
             hf_gen = m32.generate(torch.tensor([prompt], device="cuda"), max_new_tokens=32, do_sample=False,
                                   min_new_tokens=32, pad_token_id=0, eos_token_id=None)[0, 20:].tolist()
         # fp32 teacher-forced on the engine's tokens: step i's logits sit at position 19 + i.
-        tf = hf_logits(m32, prompt + ours[:-1])[19:]
+        tf = ref_full[19:]
         step_err = (slog[:, 0] - tf).abs().max().item()
         first_diff = next((i for i in range(32) if ours[i] != hf_gen[i]), None)
         near_tie = None
@@ -134,7 +138,7 @@ def model_case(name):
             near_tie = (row.max() - row[ours[first_diff]]).item()
         MODELS[name] = (d, m32, prompt, ours, tol)
         report["models"][name] = dict(dtype=str(dtype), tol=tol, prompt_err=err, step_err=step_err,
-                                      hf16_err=(ref16 - ref).abs().max().item(), first_token_diff=first_diff,
+                                      first_token_diff=first_diff,
                                       fp32_margin_at_diff=near_tie)
         print(f"  {name}: tol {tol:.4f}, prompt err {err:.4f}, step err {step_err:.4f}, "
               f"tokens equal to fp32 greedy: {first_diff is None} (first diff {first_diff}, margin {near_tie})")
@@ -217,7 +221,7 @@ def main():
         r = cli(["generate", "--model", d, "--prompt-ids", "1,2,512"], check=False)
         if r.returncode == 0 or "outside the vocabulary" not in r.stderr:
             raise AssertionError(f"token outside the vocabulary: {r.stderr[-300:]}")
-        r = cli(["generate", "--model", d, "--prompt-ids", "1", "--max-seq-len", "16777216", "--batch", "256"],
+        r = cli(["generate", "--model", d, "--prompt-ids", "1", "--max-seq-len", "1000000", "--batch", "256"],
                 check=False)
         if r.returncode == 0 or "out of GPU memory" not in r.stderr:
             raise AssertionError(f"out of memory: {r.stderr[-300:]}")
