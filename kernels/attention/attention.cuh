@@ -8,9 +8,12 @@
 // (pairs i and i + head_dim / 2) with angles pos * inv_freq[i] in fp32 (inv_freq holds any
 // scaling, e.g. llama3's); rotated q and k are rounded to the element type once, as stored.
 //
-// Decode fuses RoPE and the cache write into attention: one block per (split, kv head, sequence)
-// rotates the query heads of its group itself, and the block whose span holds the new position
-// writes the new key and value and uses them, so a layer's attention is one launch. Splits of a
+// Decode fuses RoPE and the cache write into attention: one block per (span, kv head and a chunk
+// of its query heads, sequence) rotates its query heads itself, the blocks whose span holds the new
+// position rotate the new key themselves and use it from shared memory (one of them writes it to
+// the cache), so a layer's attention is one launch. A large group (Gemma's eight query heads on one
+// KV head) is split over several blocks, which read the same keys from L2, so that a short
+// sequence still gives the GPU more than a handful of blocks. Splits of a
 // sequence are combined by the last block to finish (a counter per (sequence, kv head), reset by
 // that block), flash-decoding's reduction without a second kernel.
 #pragma once
@@ -41,8 +44,9 @@ struct DecodeAttnParams {
   std::int64_t out_stride;
   float* part_acc;            ///< [rows][heads][splits][D]
   float* part_ml;             ///< [rows][heads][splits][2]: running max, sum of exp
-  unsigned* counters;         ///< [rows][kv_heads], zero between launches
+  unsigned* counters;         ///< [rows][kv_heads][group / heads_per_block], zero between launches
   int heads, kv_heads, max_seq;
+  int heads_per_block;        ///< query heads of a group one block takes (divides the group)
   int splits;                 ///< spans launched per sequence (<= kMaxAttnSplits)
   int chunk_cap;              ///< longest span the shared memory holds: max(ceil(max_seq / splits), min_chunk)
   int min_chunk;              ///< shortest span worth its partial results; fewer spans run below it
@@ -73,8 +77,8 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv
 inline constexpr int kDecodeAttnThreads = 128;
 
 /// Dynamic shared memory of a decode launch: rotated queries and the span's scores per head.
-inline std::size_t decode_attention_smem(int group, int head_dim, int chunk_cap) {
-  return static_cast<std::size_t>(group) * (head_dim + chunk_cap) * sizeof(float);
+inline std::size_t decode_attention_smem(int heads_per_block, int head_dim, int chunk_cap) {
+  return static_cast<std::size_t>(heads_per_block) * (head_dim + chunk_cap) * sizeof(float);
 }
 
 template <class T, int D>
@@ -82,50 +86,61 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   constexpr int kWarps = kDecodeAttnThreads / 32, kPerLane = D / 32;
   extern __shared__ float smem[];
   __shared__ float ml_s[kMaxAttnGroup][2];
+  __shared__ alignas(16) T knew_s[D];
+  __shared__ alignas(16) T vnew_s[D];
   __shared__ bool last_s;
-  const int split = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
-  const int group = p.heads / p.kv_heads;
+  const int group = p.heads / p.kv_heads, hpb = p.heads_per_block, chunks = group / hpb;
+  const int split = blockIdx.x, kvh = blockIdx.y / chunks, hc = blockIdx.y - kvh * chunks, row = blockIdx.z;
+  const int head0 = kvh * group + hc * hpb;  // this block's first query head
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float* q_s = smem;                  // [group][D]
-  float* s_s = smem + group * D;      // [group][chunk_cap]
+  float* q_s = smem;                // [hpb][D]
+  float* s_s = smem + hpb * D;      // [hpb][chunk_cap]
 
   pdl_launch_dependents();
   pdl_wait();
   const int pos = p.positions[row];
   const int len = pos + 1;
-  // Spans shorter than min_chunk cost more in partial results (group x D floats each) than they
+  // Spans shorter than min_chunk cost more in partial results (hpb x D floats each) than they
   // save: short sequences run on fewer spans, and the blocks past them leave at once.
   const int active = max(1, min(p.splits, (len + p.min_chunk - 1) / p.min_chunk));
   if (split >= active) return;
   const int chunk = (len + active - 1) / active;
-  const int s0 = min(split * chunk, len), s1 = min(len, s0 + chunk);
+  const int s0 = min(split * chunk, len), s1 = min(len, s0 + chunk), n = s1 - s0;
+  const std::int64_t head_base = (static_cast<std::int64_t>(row) * p.kv_heads + kvh) * p.max_seq * D;
+  T* kc = p.k_cache + head_base;
+  T* vc = p.v_cache + head_base;
+  // The span's keys and values head for L2 while the queries are rotated: the loads below then
+  // wait on L2, not DRAM (a block has few loads in flight; their latency, not bandwidth, bounds it).
+  prefetch_l2(kc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
+  prefetch_l2(vc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
   const T* qkv = p.qkv + row * p.qkv_stride;
-  for (int i = threadIdx.x; i < group * (D / 2); i += kDecodeAttnThreads) {
+  for (int i = threadIdx.x; i < hpb * (D / 2); i += kDecodeAttnThreads) {
     const int g = i / (D / 2), d = i - g * (D / 2);
-    const T* q = qkv + (kvh * group + g) * D;
+    const T* q = qkv + (head0 + g) * D;
     T r1, r2;
     rope_pair(to_float(q[d]), to_float(q[d + D / 2]), pos, p.inv_freq[d], &r1, &r2);
     q_s[g * D + d] = to_float(r1) * p.scale;
     q_s[g * D + d + D / 2] = to_float(r2) * p.scale;
   }
-  const std::int64_t head_base = (static_cast<std::int64_t>(row) * p.kv_heads + kvh) * p.max_seq * D;
-  T* kc = p.k_cache + head_base;
-  T* vc = p.v_cache + head_base;
-  const int n = s1 - s0;
-  // The span's keys and values head for L2 while the queries are rotated: the loads below then
-  // wait on L2, not DRAM (a block has few loads in flight; their latency, not bandwidth, bounds it).
-  prefetch_l2(kc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
-  prefetch_l2(vc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
-  if (s0 <= pos && pos < s1) {
-    // The block that reads the new position writes it first (nobody else reads it this step).
+  // The span holding the new position takes its key and value from the projection, not the cache:
+  // the blocks of the other head chunks use them before (or while) chunk 0 writes them there.
+  const bool has_new = s0 <= pos && pos < s1;
+  if (has_new) {
     const T* k = qkv + (p.heads + kvh) * D;
     const T* v = qkv + (p.heads + p.kv_heads + kvh) * D;
-    T* kp = kc + static_cast<std::int64_t>(pos) * D;
     for (int d = threadIdx.x; d < D / 2; d += kDecodeAttnThreads)
-      rope_pair(to_float(k[d]), to_float(k[d + D / 2]), pos, p.inv_freq[d], &kp[d], &kp[d + D / 2]);
-    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) vc[static_cast<std::int64_t>(pos) * D + d] = v[d];
+      rope_pair(to_float(k[d]), to_float(k[d + D / 2]), pos, p.inv_freq[d], &knew_s[d], &knew_s[d + D / 2]);
+    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) vnew_s[d] = v[d];
   }
   __syncthreads();
+  if (has_new && hc == 0) {
+    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
+      kc[static_cast<std::int64_t>(pos) * D + d] = knew_s[d];
+      vc[static_cast<std::int64_t>(pos) * D + d] = vnew_s[d];
+    }
+  }
+  auto key_row = [&](int j) -> const T* { return s0 + j == pos ? knew_s : kc + static_cast<std::int64_t>(s0 + j) * D; };
+  auto value_row = [&](int j) -> const T* { return s0 + j == pos ? vnew_s : vc + static_cast<std::int64_t>(s0 + j) * D; };
 
   // Scores: a warp per key, each lane kPerLane contiguous elements of it; kUnroll keys' loads are
   // issued before any is used.
@@ -135,7 +150,7 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int j = j0 + u * kWarps;
-      if (j < n) kv[u] = load_vec<Vec<T, kPerLane>>(kc + static_cast<std::int64_t>(s0 + j) * D + lane * kPerLane);
+      if (j < n) kv[u] = load_vec<Vec<T, kPerLane>>(key_row(j) + lane * kPerLane);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -144,7 +159,7 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
       float kf[kPerLane];
 #pragma unroll
       for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(kv[u].v[e]);
-      for (int g = 0; g < group; ++g) {
+      for (int g = 0; g < hpb; ++g) {
         const float* q = q_s + g * D + lane * kPerLane;
         float acc = 0.f;
 #pragma unroll
@@ -155,15 +170,15 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
     }
   }
   __syncthreads();
-  for (int g = warp; g < group; g += kWarps) {
-    float* s = s_s + g * p.chunk_cap;
+  for (int g = warp; g < hpb; g += kWarps) {
+    float* sc = s_s + g * p.chunk_cap;
     float m = -INFINITY;
-    for (int j = lane; j < n; j += 32) m = fmaxf(m, s[j]);
+    for (int j = lane; j < n; j += 32) m = fmaxf(m, sc[j]);
     m = attn_warp_max(m);
     float l = 0.f;
     for (int j = lane; j < n; j += 32) {
-      const float e = __expf(s[j] - m);
-      s[j] = e;
+      const float e = __expf(sc[j] - m);
+      sc[j] = e;
       l += e;
     }
     l = attn_warp_sum(l);
@@ -174,9 +189,8 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   }
   __syncthreads();
 
-  // P V for this span, unnormalized; every head of the group per thread so V is read once.
   const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
-  // P V over the span, every head of the group per thread so V is read once, kPvBatch keys' loads
+  // P V over the span, every head of the block per thread so V is read once, kPvBatch keys' loads
   // in flight at a time; normalized and final when the span is the only one, else partial.
   constexpr int kPvBatch = 8;
   for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
@@ -186,49 +200,47 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
     for (int j0 = 0; j0 < n; j0 += kPvBatch) {
       float v[kPvBatch];
 #pragma unroll
-      for (int u = 0; u < kPvBatch; ++u)
-        v[u] = j0 + u < n ? to_float(vc[static_cast<std::int64_t>(s0 + j0 + u) * D + d]) : 0.f;
+      for (int u = 0; u < kPvBatch; ++u) v[u] = j0 + u < n ? to_float(value_row(j0 + u)[d]) : 0.f;
 #pragma unroll
       for (int u = 0; u < kPvBatch; ++u) {
         if (j0 + u >= n) break;
 #pragma unroll
         for (int g = 0; g < kMaxAttnGroup; ++g)
-          if (g < group) acc[g] = fmaf(s_s[g * p.chunk_cap + j0 + u], v[u], acc[g]);
+          if (g < hpb) acc[g] = fmaf(s_s[g * p.chunk_cap + j0 + u], v[u], acc[g]);
       }
     }
 #pragma unroll
     for (int g = 0; g < kMaxAttnGroup; ++g) {
-      if (g >= group) break;
-      if (active == 1) p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(acc[g] / ml_s[g][1]);
-      else p.part_acc[((part_row + kvh * group + g) * p.splits + split) * D + d] = acc[g];
+      if (g >= hpb) break;
+      if (active == 1) p.out[row * p.out_stride + (head0 + g) * D + d] = from_float<T>(acc[g] / ml_s[g][1]);
+      else p.part_acc[((part_row + head0 + g) * p.splits + split) * D + d] = acc[g];
     }
   }
   if (active == 1) return;
-  if (threadIdx.x < group) {
-    float* ml = p.part_ml + ((part_row + kvh * group + threadIdx.x) * p.splits + split) * 2;
+  if (threadIdx.x < hpb) {
+    float* ml = p.part_ml + ((part_row + head0 + threadIdx.x) * p.splits + split) * 2;
     ml[0] = ml_s[threadIdx.x][0];
     ml[1] = ml_s[threadIdx.x][1];
   }
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned done = atomicAdd(&p.counters[row * p.kv_heads + kvh], 1u);
-    last_s = done == static_cast<unsigned>(active) - 1;
-  }
+  unsigned* counter = p.counters + (static_cast<std::int64_t>(row) * p.kv_heads + kvh) * chunks + hc;
+  if (threadIdx.x == 0) last_s = atomicAdd(counter, 1u) == static_cast<unsigned>(active) - 1;
   __syncthreads();
   if (!last_s) return;
   __threadfence();
   // The last span's block combines every span with weights exp(m_s - M) / L (an empty span weighs
-  // 0): the weights first, into shared memory, then every output with its span loads in flight.
+  // 0): the weights first, into shared memory, then the outputs four at a time with every span's
+  // loads in flight.
   __shared__ float w_s[kMaxAttnGroup][kMaxAttnSplits], l_s[kMaxAttnGroup][kMaxAttnSplits];
-  for (int i = threadIdx.x; i < group * active; i += kDecodeAttnThreads) {
+  for (int i = threadIdx.x; i < hpb * active; i += kDecodeAttnThreads) {
     const int g = i / active, sp = i - g * active;
-    const float* ml = p.part_ml + ((part_row + kvh * group + g) * p.splits + sp) * 2;
+    const float* ml = p.part_ml + ((part_row + head0 + g) * p.splits + sp) * 2;
     w_s[g][sp] = __ldcg(ml);
     l_s[g][sp] = __ldcg(ml + 1);
   }
   __syncthreads();
-  if (threadIdx.x < group) {
+  if (threadIdx.x < hpb) {
     const int g = threadIdx.x;
     float m_max = -INFINITY;
     for (int sp = 0; sp < active; ++sp) m_max = fmaxf(m_max, w_s[g][sp]);
@@ -241,15 +253,26 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
     for (int sp = 0; sp < active; ++sp) w_s[g][sp] /= l;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < group * D; i += kDecodeAttnThreads) {
-    const int g = i / D, d = i - g * D;
-    const float* acc = p.part_acc + (part_row + kvh * group + g) * p.splits * D + d;
-    float a = 0.f;
-#pragma unroll 8
-    for (int sp = 0; sp < active; ++sp) a = fmaf(__ldcg(acc + sp * D), w_s[g][sp], a);
-    p.out[row * p.out_stride + (kvh * group + g) * D + d] = from_float<T>(a);
+  for (int i = threadIdx.x; i < hpb * (D / 4); i += kDecodeAttnThreads) {
+    const int g = i / (D / 4), d = (i - g * (D / 4)) * 4;
+    const float* acc = p.part_acc + (part_row + head0 + g) * p.splits * D + d;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+    for (int sp = 0; sp < active; ++sp) {
+      const float4 x = __ldcg(reinterpret_cast<const float4*>(acc + sp * D));
+      const float w = w_s[g][sp];
+      a.x = fmaf(x.x, w, a.x);
+      a.y = fmaf(x.y, w, a.y);
+      a.z = fmaf(x.z, w, a.z);
+      a.w = fmaf(x.w, w, a.w);
+    }
+    T* o = p.out + row * p.out_stride + (head0 + g) * D + d;
+    o[0] = from_float<T>(a.x);
+    o[1] = from_float<T>(a.y);
+    o[2] = from_float<T>(a.z);
+    o[3] = from_float<T>(a.w);
   }
-  if (threadIdx.x == 0) p.counters[row * p.kv_heads + kvh] = 0u;
+  if (threadIdx.x == 0) *counter = 0u;
 }
 
 // ---- prefill -------------------------------------------------------------------------------------

@@ -332,7 +332,7 @@ Status Engine::Impl::plan_memory() {
   b += align_up(T * 4) * 3 + align_up(B * 4) + align_up(2 * (B + T) * 4) + align_up((B + T) * sizeof(engine::Segment));
   b += align_up(hd_ / 2 * 4);
   b += align_up(B * nq_ * max_splits_ * hd_ * 4) + align_up(B * nq_ * max_splits_ * 2 * 4);
-  b += align_up(B * engine::kArgmaxBlocks * 4) * 2 + align_up(B * nkv_ * 4) + align_up(B * 4);
+  b += align_up(B * engine::kArgmaxBlocks * 4) * 2 + align_up(B * nq_ * 4) + align_up(B * 4);
   info_.buffer_bytes = b;
 
   // Everything must fit next to the runtime's own needs (cuBLAS handles and workspaces, tuning
@@ -396,7 +396,7 @@ Status Engine::Impl::plan_memory() {
   part_ml_ = reinterpret_cast<float*>(take(B * nq_ * max_splits_ * 2 * 4));
   argmax_val_ = reinterpret_cast<float*>(take(B * engine::kArgmaxBlocks * 4));
   argmax_idx_ = reinterpret_cast<int*>(take(B * engine::kArgmaxBlocks * 4));
-  attn_counters_ = reinterpret_cast<unsigned*>(take(B * nkv_ * 4));
+  attn_counters_ = reinterpret_cast<unsigned*>(take(B * nq_ * 4));  // per (sequence, KV head, head chunk)
   argmax_counters_ = reinterpret_cast<unsigned*>(take(B * 4));
   if (cur > static_cast<char*>(buf_mem_.p) + b) return Status(StatusCode::kInternal, "engine buffer plan overflows");
 

@@ -70,17 +70,23 @@ int max_decode_splits() { return k::kMaxAttnSplits; }
 
 bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan) {
   const int group = s.heads / s.kv_heads;
+  // Query heads per block: the whole group unless that leaves fewer than 16 (KV head, sequence)
+  // blocks per span, then down to two heads (each extra chunk re-reads the keys, from L2).
+  int hpb = group;
+  while (hpb > 2 && hpb % 2 == 0 && s.kv_heads * rows * (group / hpb) < 16) hpb /= 2;
+  const int chunks = group / hpb;
   // Two blocks per SM at the longest sequences; spans of at least 4 keys per query head of the
-  // group (16 at least), so partial results stay a fraction of the keys and values read.
-  int n = std::max(1, (2 * sm_count + s.kv_heads * rows - 1) / (s.kv_heads * rows));
+  // block (16 at least), so partial results stay a fraction of the keys and values read.
+  int n = std::max(1, (2 * sm_count + s.kv_heads * chunks * rows - 1) / (s.kv_heads * chunks * rows));
   n = std::min({n, 32, s.max_seq});
-  const int min_chunk = std::max(16, 4 * group);
+  const int min_chunk = std::max(16, 4 * hpb);
   auto cap_of = [&](int splits) { return std::max((s.max_seq + splits - 1) / splits, min_chunk); };
-  while (k::decode_attention_smem(group, s.head_dim, cap_of(n)) > max_smem && n < k::kMaxAttnSplits) ++n;
+  while (k::decode_attention_smem(hpb, s.head_dim, cap_of(n)) > max_smem && n < k::kMaxAttnSplits) ++n;
   plan->splits = n;
   plan->chunk_cap = cap_of(n);
   plan->min_chunk = min_chunk;
-  return k::decode_attention_smem(group, s.head_dim, plan->chunk_cap) <= max_smem;
+  plan->heads_per_block = hpb;
+  return k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap) <= max_smem;
 }
 
 cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
@@ -92,10 +98,11 @@ cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttn
       k::DecodeAttnParams<T> p{static_cast<const T*>(a.qkv), a.qkv_stride, static_cast<T*>(a.k_cache),
                                static_cast<T*>(a.v_cache), a.positions, a.inv_freq, static_cast<T*>(a.out),
                                a.out_stride, a.part_acc, a.part_ml, a.counters, s.heads, s.kv_heads, s.max_seq,
-                               a.splits, a.chunk_cap, a.min_chunk, s.scale};
-      const std::size_t smem = k::decode_attention_smem(s.heads / s.kv_heads, D, a.chunk_cap);
+                               a.heads_per_block, a.splits, a.chunk_cap, a.min_chunk, s.scale};
+      const std::size_t smem = k::decode_attention_smem(a.heads_per_block, D, a.chunk_cap);
       if (cudaError_t e = allow_smem(k::decode_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
-      return k::launch_kernel(k::decode_attention_kernel<T, D>, dim3(a.splits, s.kv_heads, rows),
+      const int chunks = s.heads / s.kv_heads / a.heads_per_block;
+      return k::launch_kernel(k::decode_attention_kernel<T, D>, dim3(a.splits, s.kv_heads * chunks, rows),
                               dim3(k::kDecodeAttnThreads), smem, stream, p);
     });
   });

@@ -36,6 +36,7 @@ struct DecodeAttnArgs {
   int splits = 1;     ///< from plan_decode_splits
   int chunk_cap = 1;
   int min_chunk = 1;
+  int heads_per_block = 1;
 };
 
 /// How a decode launch splits each sequence: `splits` spans launched (enough blocks to fill the GPU

@@ -4,7 +4,8 @@
 
 Small random-weight models of every family (written by `save_pretrained`: Llama with head_dim 64,
 Llama 3 with the llama3 RoPE scaling and head_dim 128, Mistral, Qwen2 with q/k/v biases in fp16,
-Gemma with one KV head, head_dim 256 and random (1 + w) norm weights, one fp32 checkpoint): the
+Gemma with eight query heads on one KV head, head_dim 256 and random (1 + w) norm weights, one fp32
+checkpoint): the
 prompt logits at every position and 32 greedy decode steps against transformers in fp32.
 
 Tolerance held: the engine's largest logit error against fp32 is at most 1.5x that of transformers
@@ -60,7 +61,7 @@ def configs():
         "mistral": (torch.bfloat16, lambda: T.MistralForCausalLM(T.MistralConfig(**common, rms_norm_eps=1e-5))),
         "qwen2": (torch.float16, lambda: T.Qwen2ForCausalLM(T.Qwen2Config(**common, rms_norm_eps=1e-6))),
         "gemma": (torch.bfloat16, lambda: T.GemmaForCausalLM(T.GemmaConfig(
-            **dict(common, num_attention_heads=2, num_key_value_heads=1), head_dim=256,
+            **dict(common, num_attention_heads=8, num_key_value_heads=1), head_dim=256,
             hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6))),
         "llama-fp32-file": (torch.float32, lambda: T.LlamaForCausalLM(T.LlamaConfig(**common, rms_norm_eps=1e-5))),
     }
@@ -172,6 +173,17 @@ def main():
         t2, p2, s2 = run_engine(d, prompt, ["--no-graphs"])
         if t1 != t2 or not torch.equal(s1, s2):
             raise AssertionError("graph and eager decode differ")
+
+    @case("a short prompt (one attention span per step) against transformers fp32")
+    def _():
+        for name in ("llama", "gemma"):
+            d, m32, prompt, ours, tol = MODELS[name]
+            t, p, st = run_engine(d, prompt[:5], new=8)
+            ref = hf_logits(m32, prompt[:5] + t[0][:-1])
+            e = max((p - ref[:5]).abs().max().item(), (st[:, 0] - ref[4:]).abs().max().item())
+            print(f"  {name}: err {e:.4f} (tol {tol:.4f})")
+            if e > tol:
+                raise AssertionError(f"{name}: short-prompt logits off by {e} > {tol}")
 
     @case("batch 3: every row equals batch 1 within tolerance")
     def _():
