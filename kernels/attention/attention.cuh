@@ -139,26 +139,32 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
       vc[static_cast<std::int64_t>(pos) * D + d] = vnew_s[d];
     }
   }
-  auto key_row = [&](int j) -> const T* { return s0 + j == pos ? knew_s : kc + static_cast<std::int64_t>(s0 + j) * D; };
-  auto value_row = [&](int j) -> const T* { return s0 + j == pos ? vnew_s : vc + static_cast<std::int64_t>(s0 + j) * D; };
+  // Keys [s0, s0 + nc) come from the cache (read-only here: the one row this launch writes is
+  // read from shared memory); the new position, when the span holds it, is the span's last key.
+  // Loads are unconditional (indices clamped into the span) so that a batch of them is in flight
+  // at once: a block's time is its chain of load latencies.
+  const int nc = n - (has_new ? 1 : 0);
+  const T* kspan = kc + static_cast<std::int64_t>(s0) * D;
+  const T* vspan = vc + static_cast<std::int64_t>(s0) * D;
+  const int last_cached = max(nc - 1, 0);
 
-  // Scores: a warp per key, each lane kPerLane contiguous elements of it; kUnroll keys' loads are
-  // issued before any is used.
+  // Scores: a warp per key, each lane kPerLane contiguous elements of it, kUnroll keys at a time.
+  using KV = Vec<T, kPerLane>;
   constexpr int kUnroll = 4;
   for (int j0 = warp; j0 < n; j0 += kWarps * kUnroll) {
-    Vec<T, kPerLane> kv[kUnroll];
+    KV kv[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int j = j0 + u * kWarps;
-      if (j < n) kv[u] = load_vec<Vec<T, kPerLane>>(key_row(j) + lane * kPerLane);
-    }
+    for (int u = 0; u < kUnroll; ++u)
+      kv[u] = load_vec<KV, LoadPolicy::kReadOnly>(kspan + static_cast<std::int64_t>(min(j0 + u * kWarps, last_cached)) * D +
+                                                   lane * kPerLane);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int j = j0 + u * kWarps;
       if (j >= n) break;
+      const KV k = j < nc ? kv[u] : load_vec<KV>(knew_s + lane * kPerLane);
       float kf[kPerLane];
 #pragma unroll
-      for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(kv[u].v[e]);
+      for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(k.v[e]);
       for (int g = 0; g < hpb; ++g) {
         const float* q = q_s + g * D + lane * kPerLane;
         float acc = 0.f;
@@ -190,30 +196,47 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   __syncthreads();
 
   const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
-  // P V over the span, every head of the block per thread so V is read once, kPvBatch keys' loads
-  // in flight at a time; normalized and final when the span is the only one, else partial.
+  // P V over the span: a thread owns kDPer adjacent dimensions of every head of the block (V is
+  // read once), kPvBatch keys' loads in flight at a time; normalized and final when the span is
+  // the only one, else partial.
+  constexpr int kDPer = D >= 2 * kDecodeAttnThreads ? D / kDecodeAttnThreads : 1;
+  using VV = Vec<T, kDPer>;
   constexpr int kPvBatch = 8;
-  for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
-    float acc[kMaxAttnGroup];
+  for (int d = threadIdx.x * kDPer; d < D; d += kDecodeAttnThreads * kDPer) {
+    float acc[kMaxAttnGroup][kDPer];
 #pragma unroll
-    for (int g = 0; g < kMaxAttnGroup; ++g) acc[g] = 0.f;
-    for (int j0 = 0; j0 < n; j0 += kPvBatch) {
-      float v[kPvBatch];
+    for (int g = 0; g < kMaxAttnGroup; ++g)
 #pragma unroll
-      for (int u = 0; u < kPvBatch; ++u) v[u] = j0 + u < n ? to_float(value_row(j0 + u)[d]) : 0.f;
+      for (int e = 0; e < kDPer; ++e) acc[g][e] = 0.f;
+    auto accumulate = [&](const VV& v, int j) {
 #pragma unroll
-      for (int u = 0; u < kPvBatch; ++u) {
-        if (j0 + u >= n) break;
+      for (int e = 0; e < kDPer; ++e) {
+        const float x = to_float(v.v[e]);
 #pragma unroll
         for (int g = 0; g < kMaxAttnGroup; ++g)
-          if (g < hpb) acc[g] = fmaf(s_s[g * p.chunk_cap + j0 + u], v[u], acc[g]);
+          if (g < hpb) acc[g][e] = fmaf(s_s[g * p.chunk_cap + j], x, acc[g][e]);
+      }
+    };
+    for (int j0 = 0; j0 < nc; j0 += kPvBatch) {
+      VV v[kPvBatch];
+#pragma unroll
+      for (int u = 0; u < kPvBatch; ++u)
+        v[u] = load_vec<VV, LoadPolicy::kReadOnly>(vspan + static_cast<std::int64_t>(min(j0 + u, last_cached)) * D + d);
+#pragma unroll
+      for (int u = 0; u < kPvBatch; ++u) {
+        if (j0 + u >= nc) break;
+        accumulate(v[u], j0 + u);
       }
     }
+    if (has_new) accumulate(load_vec<VV>(vnew_s + d), n - 1);
 #pragma unroll
     for (int g = 0; g < kMaxAttnGroup; ++g) {
       if (g >= hpb) break;
-      if (active == 1) p.out[row * p.out_stride + (head0 + g) * D + d] = from_float<T>(acc[g] / ml_s[g][1]);
-      else p.part_acc[((part_row + head0 + g) * p.splits + split) * D + d] = acc[g];
+#pragma unroll
+      for (int e = 0; e < kDPer; ++e) {
+        if (active == 1) p.out[row * p.out_stride + (head0 + g) * D + d + e] = from_float<T>(acc[g][e] / ml_s[g][1]);
+        else p.part_acc[((part_row + head0 + g) * p.splits + split) * D + d + e] = acc[g][e];
+      }
     }
   }
   if (active == 1) return;

@@ -2,7 +2,7 @@
 # Runs on the GPU machine (the `device` tool), from the repo root, with build/ and .devlibs/
 # carried from the build machine (the GPU machine lacks the Debian -dev packages to build there).
 #   lab/device/device_check.sh STEP...   steps: info tests no-gpu interpose python[-install] example2 ex2-record
-#                                   engine engine-bench
+#                                   engine engine-bench engine-ncu
 #                                   multi-gpu sanitize demo bench-tune bench-verify sweep torch fused overhead
 #                                   ncu trace pack
 # Writes logs and results under $OUT (default ./device_out). Knobs: TEST_BINS (tests step),
@@ -152,6 +152,24 @@ for step in "$@"; do
             python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('HF', sys.argv[2], 'b', j['batch'], 'prefill tok/s %.0f decode tok/s %.1f ms/step %.3f' % (j['prefill_tok_s'], j['decode_tok_s'], j['decode_ms_per_step']))" "$OUT/hf_${model}_b${b}_p${plen}.json" "$model"
           done
         fi
+      done ;;
+    engine-ncu)
+      # Nsight Compute on the decode attention of Gemma-2B (random weights): one eager launch
+      # (--no-graphs) at about position 128+ENGINE_NCU_STEP of each batch in ENGINE_NCU_BATCHES.
+      dir=/tmp/models/gemma-2b
+      [ -f "$dir/config.json" ] || python3 bench/engine/make_model.py "$dir" --model gemma-2b 2>&1 | tail -1
+      for b in ${ENGINE_NCU_BATCHES:-1 8}; do
+        timeout 240 ncu --clock-control none -k "regex:${ENGINE_NCU_KERNEL:-decode_attention}" \
+          --launch-skip $((18 * ${ENGINE_NCU_STEP:-100})) --launch-count 1 \
+          --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
+          --section LaunchStats --section SourceCounters --section MemoryWorkloadAnalysis \
+          -o "$OUT/engine_attn_b$b" -f $B/tools/tunable bench-model --model "$dir" --batch "$b" --runs 1 \
+          --no-graphs --new-tokens 256 > "$OUT/engine_ncu_b$b.log" 2>&1
+        check "engine-ncu: batch $b" "$?"
+        ncu --import "$OUT/engine_attn_b$b.ncu-rep" --page details > "$OUT/engine_ncu_b$b.txt" 2>&1
+        ncu --import "$OUT/engine_attn_b$b.ncu-rep" --page source --csv --print-source sass > "$OUT/engine_ncu_src_b$b.csv" 2>&1
+        grep -E "Duration|Registers|Achieved Occupancy|Block Size|Grid Size|Warp Cycles Per Issued|Issue Slots Busy|Stall" \
+          "$OUT/engine_ncu_b$b.txt" | head -20
       done ;;
     python-install|python)
       # The Python package as pip installs it (the wheel built here, carried in .devcarry), then
