@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs, only those that are missing.
 set -euo pipefail
-pkgs=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libopenblas-dev)
+pkgs=(cmake g++ make pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libopenblas-dev
+      libicu-dev libsentencepiece-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -34,4 +35,9 @@ then put /usr/local/cuda/bin on PATH.
 MSG
   fi
   exit 1
+fi
+# The tokenizer tests compare with the `tokenizers` and `sentencepiece` Python packages (PyPI).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import tokenizers, sentencepiece" >/dev/null 2>&1; then
+  echo "tools/deps.sh: installing the Python packages tokenizers and sentencepiece"
+  python3 -m pip install -q tokenizers sentencepiece
 fi

@@ -7,11 +7,13 @@ cd "$(dirname "$0")/../.."
 mkdir -p .devcarry .devlibs
 for lib in /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 \
            /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 \
-           /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian; do
+           /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian \
+           /lib/x86_64-linux-gnu/libicui18n.so.72 /lib/x86_64-linux-gnu/libicuuc.so.72 \
+           /lib/x86_64-linux-gnu/libicudata.so.72 /lib/x86_64-linux-gnu/libsentencepiece.so.0; do
   cp -Lu "$lib" .devlibs/
 done
 B="${BUILD_DIR:-build}"
-files=("$B/libtunable.so" "$B/libtunable_preload.so" "$B/tools/tunable")
+files=("$B/libtunable.so" "$B/libtunable_preload.so" "$B/libtunable_tokenizer.so" "$B/tools/tunable")
 for f in "$B"/tests/tunable_gpu_* "$B"/bench/tunable_* "$B"/lab/tunable_*; do
   [ -x "$f" ] && [ -f "$f" ] && files+=("$f")
 done

@@ -263,5 +263,22 @@ TEST(CliFailures, ShowReportsATornLastLineAndABom) {
   EXPECT_TRUE(has(r, "1 validators, 1 results")) << r.out;
 }
 
+
+TEST(CliFailures, GenerateNamesAMissingTokenizerAndBadIdsBeforeAnyGpuWork) {
+  test::TempDir dir;
+  CliRun r = run_cli({"generate", "--model", dir.path(), "--prompt", "Hello"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "no tokenizer.json or tokenizer.model")) << r.out;
+  r = run_cli({"generate", "--model", dir.path(), "--prompt-ids", "1,x"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "--prompt-ids: 'x' is not a token id")) << r.out;
+  r = run_cli({"generate", "--model", dir.path()});
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r, "--prompt,--prompt-ids")) << r.out;
+  r = run_cli({"bench-model", "--model", dir.path()});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "cannot be used")) << r.out;  // CUDA hidden: no device, said so
+}
+
 }  // namespace
 }  // namespace tunable

@@ -68,10 +68,12 @@ struct ModelRunArgs {
   int prefill_chunk = 512;    ///< rows per prefill pass
 };
 
-/// `tunable generate`: token ids in, token ids out (streamed), optionally a JSON dump of the logits.
+/// `tunable generate`: text in, text streamed out (or token ids in and out), optionally a JSON dump
+/// of the logits.
 struct GenerateArgs {
   ModelRunArgs run;
-  std::string prompt_ids;  ///< "1,2,3"
+  std::string prompt;      ///< text, tokenized with the model directory's tokenizer
+  std::string prompt_ids;  ///< "1,2,3" (instead of text; ids are printed instead of text)
   int max_new_tokens = 64;
   float temperature = 0.f;
   int top_k = 0;

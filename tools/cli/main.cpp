@@ -78,7 +78,15 @@ int main(int argc, char** argv) {
   GenerateArgs ga;
   auto* gen = app.add_subcommand("generate", "Generate tokens with the decode engine");
   model_opts(gen, ga.run);
-  gen->add_option("--prompt-ids", ga.prompt_ids, "prompt as comma-separated token ids")->required();
+  auto* prompt_text = gen->add_option("--prompt", ga.prompt, "prompt text (the model's tokenizer.json or tokenizer.model "
+                                      "tokenizes it; a BOS is added where the tokenizer adds one)");
+  auto* prompt_ids = gen->add_option("--prompt-ids", ga.prompt_ids, "prompt as comma-separated token ids (ids are "
+                                     "printed, not text)");
+  prompt_text->excludes(prompt_ids);
+  auto* prompt_group = gen->add_option_group("prompt");
+  prompt_group->add_option(prompt_text);
+  prompt_group->add_option(prompt_ids);
+  prompt_group->require_option(1);
   gen->add_option("--max-new-tokens", ga.max_new_tokens)->check(CLI::Range(1, 1 << 24))->capture_default_str();
   gen->add_option("--temperature", ga.temperature, "0: greedy")->check(CLI::Range(0.0, 1e6))->capture_default_str();
   gen->add_option("--top-k", ga.top_k, "0: off")->check(CLI::Range(0, 1 << 30))->capture_default_str();

@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "tunable/engine.hpp"
 #include "tunable/measure.hpp"
+#include "tunable/tokenizer.hpp"
 
 namespace tunable::cli {
 namespace {
@@ -75,11 +76,22 @@ std::size_t device_free(int device) {
 }  // namespace
 
 int run_generate(const GenerateArgs& a) {
-  if (a.prompt_ids.empty())
-    throw Error(StatusCode::kInvalidArgument, "--prompt-ids is required (text prompts need the model's tokenizer)");
-  const std::vector<std::int32_t> prompt = parse_ids(a.prompt_ids);
+  // Text prompts: the tokenizer first (a missing or unreadable one is reported before any GPU
+  // work), BOS as the tokenizer's post-processor adds it.
+  std::unique_ptr<Tokenizer> tok;
+  std::vector<std::int32_t> prompt;
+  if (!a.prompt_ids.empty()) {
+    prompt = parse_ids(a.prompt_ids);
+  } else {
+    throw_if_error(Tokenizer::load_dir(a.run.model, &tok));
+    throw_if_error(tok->encode(a.prompt, true, &prompt));
+    if (prompt.empty()) throw Error(StatusCode::kInvalidArgument, "--prompt: the text gives no tokens");
+  }
   std::unique_ptr<Engine> e;
   throw_if_error(Engine::load(a.run.model, engine_options(a.run, a.batch, a.run.max_seq_len), &e));
+  if (tok && tok->vocab_size() > e->info().vocab_size)
+    throw Error(StatusCode::kInvalidArgument,
+                fmt::format("the tokenizer has {} ids but the model's vocabulary {}", tok->vocab_size(), e->info().vocab_size));
   const std::vector<std::vector<std::int32_t>> prompts(a.batch, prompt);
   GenerateParams g;
   g.max_new_tokens = a.max_new_tokens;
@@ -90,22 +102,43 @@ int run_generate(const GenerateArgs& a) {
   g.ignore_eos = a.ignore_eos;
   g.keep_logits = !a.dump.empty();
   std::vector<std::vector<std::int32_t>> out(a.batch);
+  std::unique_ptr<TokenStreamer> streamer;
+  if (tok && a.batch == 1) streamer = std::make_unique<TokenStreamer>(*tok, true);
+  Status stream_error;
   GenerateStats st;
   throw_if_error(e->generate(prompts, g, [&](const std::vector<std::int32_t>& step) {
     for (int b = 0; b < a.batch; ++b)
       if (step[b] >= 0) out[b].push_back(step[b]);
     if (a.batch == 1 && step[0] >= 0) {
-      std::printf("%d ", step[0]);
+      if (streamer) {
+        std::string piece;
+        stream_error = streamer->push(step[0], &piece);
+        if (!stream_error.is_ok()) return false;
+        std::fputs(piece.c_str(), stdout);
+      } else {
+        std::printf("%d ", step[0]);
+      }
       std::fflush(stdout);
     }
     return true;
   }, &st));
-  if (a.batch == 1) {
+  throw_if_error(stream_error);
+  if (streamer) {
+    std::string rest;
+    throw_if_error(streamer->finish(&rest));
+    std::printf("%s\n", rest.c_str());
+  } else if (a.batch == 1) {
     std::printf("\n");
   } else {
     for (int b = 0; b < a.batch; ++b) {
       std::printf("[%d]", b);
-      for (std::int32_t t : out[b]) std::printf(" %d", t);
+      if (tok) {
+        std::string text;
+        throw_if_error(tok->decode(out[b], true, &text));
+        std::printf(" %s", text.c_str());
+      } else {
+        for (std::int32_t t : out[b]) std::printf(" %d", t);
+      }
       std::printf("\n");
     }
   }

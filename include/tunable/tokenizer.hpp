@@ -1,0 +1,57 @@
+// Tokenizers of Hugging Face model directories, for text in and streamed text out:
+//   - tokenizer.json (the `tokenizers` library's format) with a BPE model: byte-level BPE as
+//     Llama 3 and Qwen2 ship it, and BPE with byte fallback as Llama 2, Mistral and Gemma ship it;
+//   - tokenizer.model (SentencePiece), through the SentencePiece library.
+// Token ids equal the `tokenizers` library's (and SentencePiece's) for the components both read;
+// a component this implementation does not have is a kNotSupported error naming it, never a
+// silently different tokenization.
+//
+// Text is UTF-8; invalid sequences in the input are replaced by U+FFFD (one per maximal ill-formed
+// subsequence, as Python's decode(errors="replace") does) before tokenizing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tunable/status.hpp"
+
+namespace tunable {
+
+class Tokenizer {
+ public:
+  /// tokenizer.json in `dir` when it exists, else tokenizer.model.
+  static Status load_dir(const std::string& dir, std::unique_ptr<Tokenizer>* out);
+  static Status load_tokenizer_json(const std::string& path, std::unique_ptr<Tokenizer>* out);
+  static Status load_sentencepiece(const std::string& path, std::unique_ptr<Tokenizer>* out);
+
+  virtual ~Tokenizer() = default;
+  /// add_special_tokens: the post-processor's tokens (e.g. a leading BOS), as `encode` adds them.
+  virtual Status encode(std::string_view text, bool add_special_tokens, std::vector<std::int32_t>* ids) const = 0;
+  /// Ids to text (invalid UTF-8 from byte tokens becomes U+FFFD); an id outside the vocabulary is
+  /// kInvalidArgument naming it.
+  virtual Status decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens, std::string* text) const = 0;
+  /// One more than the largest id.
+  virtual std::int32_t vocab_size() const = 0;
+};
+
+/// Streams the text of ids as they arrive: each push returns the text that is now final (complete
+/// UTF-8; the tokenizer's decoder sees every id so far, so leading-space rules hold).
+class TokenStreamer {
+ public:
+  TokenStreamer(const Tokenizer& tokenizer, bool skip_special_tokens)
+      : tok_(tokenizer), skip_special_(skip_special_tokens) {}
+  Status push(std::int32_t id, std::string* text);
+  /// The rest, at the end of generation (an incomplete character becomes U+FFFD).
+  Status finish(std::string* text);
+
+ private:
+  const Tokenizer& tok_;
+  bool skip_special_;
+  std::vector<std::int32_t> ids_;
+  std::size_t emitted_ = 0;  ///< bytes of the decoded text already returned
+};
+
+}  // namespace tunable

@@ -1,0 +1,893 @@
+// tokenizer.json with a BPE model, as the `tokenizers` library runs it: added tokens split off
+// the raw text first (leftmost, longest), each remaining segment normalized and pre-tokenized on
+// its own, every piece merged by BPE (lowest merge rank first, leftmost among equals; unknown
+// characters to byte tokens or the unknown token before merging), then the post-processor's
+// template. Decoding runs the decoder chain on the tokens' strings and makes the bytes UTF-8.
+//
+// Regular expressions (pre-tokenizer splits: Llama 3's and GPT-2's patterns use \p{L}, \p{N},
+// (?i:...) and look-ahead) and Unicode normalization (Qwen2's NFC) come from ICU.
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unicode/normalizer2.h>
+#include <unicode/regex.h>
+#include <unicode/unistr.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
+#include "tokenizer/utf8.hpp"
+
+namespace tunable::tok {
+namespace {
+
+using json = nlohmann::json;
+
+Status bad(const std::string& what, const std::string& msg) {
+  return Status(StatusCode::kParseError, fmt::format("{}: {}", what, msg));
+}
+Status unsupported(const std::string& what, const std::string& msg) {
+  return Status(StatusCode::kNotSupported, fmt::format("{}: {}", what, msg));
+}
+
+std::string str_field(const json& j, const char* k) {
+  const auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// GPT-2's byte <-> printable-character table of the ByteLevel pre-tokenizer and decoder.
+struct ByteTable {
+  std::string to_char[256];
+  std::unordered_map<std::string, unsigned char> to_byte;
+  ByteTable() {
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      const int cp = printable ? b : 256 + n++;
+      std::string s;
+      icu::UnicodeString(static_cast<UChar32>(cp)).toUTF8String(s);
+      to_char[b] = s;
+      to_byte[s] = static_cast<unsigned char>(b);
+    }
+  }
+};
+const ByteTable& byte_table() {
+  static const ByteTable t;
+  return t;
+}
+
+const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+/// A compiled pattern and the matches it finds in UTF-8 text, as byte ranges.
+class Pattern {
+ public:
+  static Status compile(const std::string& pattern, bool literal, const std::string& what, std::unique_ptr<Pattern>* out) {
+    UErrorCode e = U_ZERO_ERROR;
+    UParseError pe;
+    auto p = std::unique_ptr<Pattern>(new Pattern);
+    p->re_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern),
+                                            literal ? static_cast<uint32_t>(UREGEX_LITERAL) : 0u, pe, e));
+    if (U_FAILURE(e))
+      return unsupported(what, fmt::format("the pattern '{}' does not compile ({}, offset {})", pattern,
+                                           u_errorName(e), pe.offset));
+    *out = std::move(p);
+    return Status::ok();
+  }
+  /// Byte ranges [begin, end) of every non-empty match in `s`.
+  std::vector<std::pair<std::size_t, std::size_t>> find_all(const std::string& s) const {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    const icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
+    // UTF-16 index -> byte offset.
+    std::vector<std::size_t> byte_at(u.length() + 1, 0);
+    std::size_t bytes = 0;
+    for (int32_t i = 0; i < u.length();) {
+      const UChar32 c = u.char32At(i);
+      const int32_t w = U16_LENGTH(c);
+      for (int32_t k = 0; k < w; ++k) byte_at[i + k] = bytes;
+      bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+      i += w;
+    }
+    byte_at[u.length()] = bytes;
+    UErrorCode e = U_ZERO_ERROR;
+    std::unique_ptr<icu::RegexMatcher> m(re_->matcher(u, e));
+    if (U_FAILURE(e)) return out;
+    while (m->find(e) && U_SUCCESS(e)) {
+      const int32_t b = m->start(e), en = m->end(e);
+      if (en > b) out.emplace_back(byte_at[b], byte_at[en]);
+    }
+    return out;
+  }
+
+ private:
+  Pattern() = default;
+  std::unique_ptr<icu::RegexPattern> re_;
+};
+
+/// Splits `s` at the matches: matches kept as their own pieces (Isolated) or dropped (Removed);
+/// with `invert`, the matches are the pieces and the rest is split off.
+std::vector<std::string> split_by(const Pattern& p, const std::string& s, bool remove, bool invert) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (const auto& [b, e] : p.find_all(s)) {
+    if (b > at && !invert) out.push_back(s.substr(at, b - at));
+    if (b > at && invert && !remove) out.push_back(s.substr(at, b - at));
+    if (!remove || invert) out.push_back(s.substr(b, e - b));
+    at = e;
+  }
+  if (at < s.size() && (!invert || !remove)) out.push_back(s.substr(at));
+  return out;
+}
+
+void replace_all(std::string* s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t p; (p = s->find(from, at)) != std::string::npos; at = p + from.size()) {
+    out.append(*s, at, p - at);
+    out += to;
+  }
+  out.append(*s, at, std::string::npos);
+  *s = std::move(out);
+}
+
+// ---- normalizers ------------------------------------------------------------------------------------
+
+struct Normalizer {
+  virtual ~Normalizer() = default;
+  virtual void apply(std::string* s) const = 0;
+};
+
+struct SequenceNorm : Normalizer {
+  std::vector<std::unique_ptr<Normalizer>> parts;
+  void apply(std::string* s) const override {
+    for (const auto& p : parts) p->apply(s);
+  }
+};
+struct PrependNorm : Normalizer {
+  std::string text;
+  void apply(std::string* s) const override {
+    if (!s->empty()) *s = text + *s;  // the tokenizers library leaves an empty string empty
+  }
+};
+struct ReplaceNorm : Normalizer {
+  std::string from, to;
+  std::unique_ptr<Pattern> regex;  // when the pattern is a Regex
+  void apply(std::string* s) const override {
+    if (!regex) return replace_all(s, from, to);
+    std::string out;
+    std::size_t at = 0;
+    for (const auto& [b, e] : regex->find_all(*s)) {
+      out.append(*s, at, b - at);
+      out += to;
+      at = e;
+    }
+    out.append(*s, at, std::string::npos);
+    *s = std::move(out);
+  }
+};
+struct UnicodeNorm : Normalizer {
+  const icu::Normalizer2* n = nullptr;
+  void apply(std::string* s) const override {
+    UErrorCode e = U_ZERO_ERROR;
+    const icu::UnicodeString r = n->normalize(icu::UnicodeString::fromUTF8(*s), e);
+    if (U_SUCCESS(e)) {
+      s->clear();
+      r.toUTF8String(*s);
+    }
+  }
+};
+
+Status parse_normalizer(const json& j, const std::string& what, std::unique_ptr<Normalizer>* out) {
+  if (j.is_null()) return Status::ok();
+  if (!j.is_object()) return bad(what, "normalizer is not an object");
+  const std::string type = str_field(j, "type");
+  if (type == "Sequence") {
+    auto s = std::make_unique<SequenceNorm>();
+    const auto it = j.find("normalizers");
+    if (it == j.end() || !it->is_array()) return bad(what, "Sequence normalizer without a normalizers list");
+    for (const json& x : *it) {
+      std::unique_ptr<Normalizer> n;
+      TUNABLE_RETURN_IF_ERROR(parse_normalizer(x, what, &n));
+      if (n) s->parts.push_back(std::move(n));
+    }
+    *out = std::move(s);
+  } else if (type == "Prepend") {
+    auto p = std::make_unique<PrependNorm>();
+    p->text = str_field(j, "prepend");
+    *out = std::move(p);
+  } else if (type == "Replace") {
+    auto r = std::make_unique<ReplaceNorm>();
+    r->to = str_field(j, "content");
+    const json pat = j.value("pattern", json());
+    if (pat.contains("String")) {
+      r->from = pat["String"].get<std::string>();
+    } else if (pat.contains("Regex")) {
+      TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["Regex"].get<std::string>(), false, what, &r->regex));
+    } else {
+      return bad(what, "Replace normalizer without a String or Regex pattern");
+    }
+    *out = std::move(r);
+  } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    UErrorCode e = U_ZERO_ERROR;
+    auto u = std::make_unique<UnicodeNorm>();
+    u->n = type == "NFC" ? icu::Normalizer2::getNFCInstance(e)
+         : type == "NFD" ? icu::Normalizer2::getNFDInstance(e)
+         : type == "NFKC" ? icu::Normalizer2::getNFKCInstance(e)
+                          : icu::Normalizer2::getNFKDInstance(e);
+    if (U_FAILURE(e)) return unsupported(what, fmt::format("{} normalization is unavailable ({})", type, u_errorName(e)));
+    *out = std::move(u);
+  } else {
+    return unsupported(what, fmt::format("normalizer type '{}' is not supported (Sequence, Prepend, Replace, NFC, "
+                                         "NFD, NFKC, NFKD)", type));
+  }
+  return Status::ok();
+}
+
+// ---- pre-tokenizers ---------------------------------------------------------------------------------
+
+struct PreTokenizer {
+  virtual ~PreTokenizer() = default;
+  /// Splits each piece further; `first` marks the pieces that start the whole input.
+  virtual void apply(std::vector<std::string>* pieces, std::vector<bool>* first) const = 0;
+};
+
+void split_each(std::vector<std::string>* pieces, std::vector<bool>* first,
+                const std::function<std::vector<std::string>(const std::string&)>& f) {
+  std::vector<std::string> out;
+  std::vector<bool> fo;
+  for (std::size_t i = 0; i < pieces->size(); ++i) {
+    bool is_first = (*first)[i];
+    for (std::string& p : f((*pieces)[i])) {
+      out.push_back(std::move(p));
+      fo.push_back(is_first);
+      is_first = false;
+    }
+  }
+  *pieces = std::move(out);
+  *first = std::move(fo);
+}
+
+struct SequencePre : PreTokenizer {
+  std::vector<std::unique_ptr<PreTokenizer>> parts;
+  void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
+    for (const auto& x : parts) x->apply(p, f);
+  }
+};
+struct SplitPre : PreTokenizer {
+  std::unique_ptr<Pattern> pattern;
+  bool remove = false, invert = false;
+  void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
+    split_each(p, f, [&](const std::string& s) { return split_by(*pattern, s, remove, invert); });
+  }
+};
+struct ByteLevelPre : PreTokenizer {
+  bool add_prefix_space = false;
+  std::unique_ptr<Pattern> gpt2;  // use_regex
+  void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
+    split_each(p, f, [&](const std::string& s0) {
+      std::string s = s0;
+      if (add_prefix_space && !s.empty() && s[0] != ' ') s = " " + s;
+      std::vector<std::string> parts = gpt2 ? split_by(*gpt2, s, false, false) : std::vector<std::string>{s};
+      const ByteTable& t = byte_table();
+      for (std::string& x : parts) {
+        std::string m;
+        for (unsigned char c : x) m += t.to_char[c];
+        x = std::move(m);
+      }
+      return parts;
+    });
+  }
+};
+struct MetaspacePre : PreTokenizer {
+  std::string replacement = "\xE2\x96\x81";
+  std::string prepend_scheme = "always";
+  bool split = true;
+  void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
+    std::vector<std::string> out;
+    std::vector<bool> fo;
+    for (std::size_t i = 0; i < p->size(); ++i) {
+      std::string s = (*p)[i];
+      replace_all(&s, " ", replacement);
+      const bool prepend = prepend_scheme == "always" || (prepend_scheme == "first" && (*f)[i]);
+      if (prepend && s.compare(0, replacement.size(), replacement) != 0) s = replacement + s;
+      if (!split) {
+        out.push_back(s);
+        fo.push_back((*f)[i]);
+        continue;
+      }
+      // Each word begins with the replacement character (merged with the next piece).
+      std::size_t at = 0;
+      bool is_first = (*f)[i];
+      while (at < s.size()) {
+        std::size_t next = s.find(replacement, at + (s.compare(at, replacement.size(), replacement) == 0 ? replacement.size() : 0));
+        if (next == std::string::npos) next = s.size();
+        out.push_back(s.substr(at, next - at));
+        fo.push_back(is_first);
+        is_first = false;
+        at = next;
+      }
+    }
+    *p = std::move(out);
+    *f = std::move(fo);
+  }
+};
+struct DigitsPre : PreTokenizer {
+  bool individual = false;
+  void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
+    split_each(p, f, [&](const std::string& s) {
+      std::vector<std::string> out;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < s.size();) {
+        if (s[i] >= '0' && s[i] <= '9') {
+          std::size_t j = i + 1;
+          if (!individual)
+            while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+          if (i > at) out.push_back(s.substr(at, i - at));
+          out.push_back(s.substr(i, j - i));
+          at = i = j;
+        } else {
+          ++i;
+        }
+      }
+      if (at < s.size()) out.push_back(s.substr(at));
+      return out;
+    });
+  }
+};
+
+Status parse_pre_tokenizer(const json& j, const std::string& what, bool* byte_level, std::unique_ptr<PreTokenizer>* out) {
+  if (j.is_null()) return Status::ok();
+  if (!j.is_object()) return bad(what, "pre_tokenizer is not an object");
+  const std::string type = str_field(j, "type");
+  if (type == "Sequence") {
+    auto s = std::make_unique<SequencePre>();
+    const auto it = j.find("pretokenizers");
+    if (it == j.end() || !it->is_array()) return bad(what, "Sequence pre_tokenizer without a pretokenizers list");
+    for (const json& x : *it) {
+      std::unique_ptr<PreTokenizer> p;
+      TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(x, what, byte_level, &p));
+      if (p) s->parts.push_back(std::move(p));
+    }
+    *out = std::move(s);
+  } else if (type == "Split") {
+    auto s = std::make_unique<SplitPre>();
+    const json pat = j.value("pattern", json());
+    const std::string behavior = str_field(j, "behavior");
+    if (behavior != "Isolated" && behavior != "Removed")
+      return unsupported(what, fmt::format("Split behavior '{}' is not supported (Isolated, Removed)", behavior));
+    s->remove = behavior == "Removed";
+    s->invert = j.value("invert", false);
+    if (pat.contains("Regex"))
+      TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["Regex"].get<std::string>(), false, what, &s->pattern));
+    else if (pat.contains("String"))
+      TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["String"].get<std::string>(), true, what, &s->pattern));
+    else
+      return bad(what, "Split pre_tokenizer without a String or Regex pattern");
+    *out = std::move(s);
+  } else if (type == "ByteLevel") {
+    auto b = std::make_unique<ByteLevelPre>();
+    b->add_prefix_space = j.value("add_prefix_space", false);
+    if (j.value("use_regex", true)) TUNABLE_RETURN_IF_ERROR(Pattern::compile(kGpt2Pattern, false, what, &b->gpt2));
+    *byte_level = true;
+    *out = std::move(b);
+  } else if (type == "Metaspace") {
+    auto m = std::make_unique<MetaspacePre>();
+    if (j.contains("replacement") && j["replacement"].is_string()) m->replacement = j["replacement"].get<std::string>();
+    if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) m->prepend_scheme = j["prepend_scheme"].get<std::string>();
+    else if (j.contains("add_prefix_space")) m->prepend_scheme = j.value("add_prefix_space", true) ? "always" : "never";
+    if (m->prepend_scheme != "always" && m->prepend_scheme != "first" && m->prepend_scheme != "never")
+      return bad(what, fmt::format("Metaspace prepend_scheme '{}'", m->prepend_scheme));
+    m->split = j.value("split", true);
+    *out = std::move(m);
+  } else if (type == "Digits") {
+    auto d = std::make_unique<DigitsPre>();
+    d->individual = j.value("individual_digits", false);
+    *out = std::move(d);
+  } else {
+    return unsupported(what, fmt::format("pre_tokenizer type '{}' is not supported (Sequence, Split, ByteLevel, "
+                                         "Metaspace, Digits)", type));
+  }
+  return Status::ok();
+}
+
+// ---- decoders ---------------------------------------------------------------------------------------
+
+struct Decoder {
+  virtual ~Decoder() = default;
+  virtual void apply(std::vector<std::string>* tokens) const = 0;
+};
+struct SequenceDec : Decoder {
+  std::vector<std::unique_ptr<Decoder>> parts;
+  void apply(std::vector<std::string>* t) const override {
+    for (const auto& p : parts) p->apply(t);
+  }
+};
+struct ReplaceDec : Decoder {
+  std::string from, to;
+  void apply(std::vector<std::string>* t) const override {
+    for (std::string& s : *t) replace_all(&s, from, to);
+  }
+};
+/// Runs of <0xXX> tokens become their bytes when those form UTF-8, else one U+FFFD per byte.
+struct ByteFallbackDec : Decoder {
+  static int byte_of(const std::string& s) {
+    if (s.size() != 6 || s.compare(0, 3, "<0x") != 0 || s[5] != '>') return -1;
+    int v = 0;
+    for (int i = 3; i < 5; ++i) {
+      const char c = s[i];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    return v;
+  }
+  void apply(std::vector<std::string>* t) const override {
+    std::vector<std::string> out;
+    std::string run;
+    std::size_t run_tokens = 0;
+    auto flush = [&] {
+      if (run_tokens == 0) return;
+      if (utf8_lossy(run) == run) {
+        out.push_back(run);
+      } else {
+        for (std::size_t i = 0; i < run_tokens; ++i) out.push_back("\xEF\xBF\xBD");
+      }
+      run.clear();
+      run_tokens = 0;
+    };
+    for (std::string& s : *t) {
+      const int b = byte_of(s);
+      if (b >= 0) {
+        run.push_back(static_cast<char>(b));
+        ++run_tokens;
+      } else {
+        flush();
+        out.push_back(std::move(s));
+      }
+    }
+    flush();
+    *t = std::move(out);
+  }
+};
+struct FuseDec : Decoder {
+  void apply(std::vector<std::string>* t) const override {
+    std::string all;
+    for (const std::string& s : *t) all += s;
+    *t = {all};
+  }
+};
+struct StripDec : Decoder {
+  std::string content;
+  std::size_t start = 0, stop = 0;
+  void apply(std::vector<std::string>* t) const override {
+    for (std::string& s : *t) {
+      std::vector<std::string> ch = utf8_chars(s);
+      std::size_t b = 0, e = ch.size();
+      while (b < start && b < e && ch[b] == content) ++b;
+      std::size_t stripped = 0;
+      while (stripped < stop && e > b && ch[e - 1] == content) --e, ++stripped;
+      std::string r;
+      for (std::size_t i = b; i < e; ++i) r += ch[i];
+      s = std::move(r);
+    }
+  }
+};
+struct ByteLevelDec : Decoder {
+  void apply(std::vector<std::string>* t) const override {
+    // A token whose characters are all in the byte alphabet becomes those bytes; any other (an
+    // added token's text) stays as it is.
+    const ByteTable& bt = byte_table();
+    std::string bytes;
+    for (const std::string& s : *t) {
+      std::string mapped;
+      bool all = true;
+      for (const std::string& c : utf8_chars(s)) {
+        const auto it = bt.to_byte.find(c);
+        if (it == bt.to_byte.end()) {
+          all = false;
+          break;
+        }
+        mapped.push_back(static_cast<char>(it->second));
+      }
+      bytes += all ? mapped : s;
+    }
+    *t = {bytes};
+  }
+};
+struct MetaspaceDec : Decoder {
+  std::string replacement = "\xE2\x96\x81";
+  bool strip_first = true;
+  // As the library does it: the first token loses every replacement character (not only a
+  // leading one), the others turn them into spaces.
+  void apply(std::vector<std::string>* t) const override {
+    for (std::size_t i = 0; i < t->size(); ++i) replace_all(&(*t)[i], replacement, i == 0 && strip_first ? "" : " ");
+  }
+};
+
+Status parse_decoder(const json& j, const std::string& what, std::unique_ptr<Decoder>* out) {
+  if (j.is_null()) return Status::ok();
+  if (!j.is_object()) return bad(what, "decoder is not an object");
+  const std::string type = str_field(j, "type");
+  if (type == "Sequence") {
+    auto s = std::make_unique<SequenceDec>();
+    const auto it = j.find("decoders");
+    if (it == j.end() || !it->is_array()) return bad(what, "Sequence decoder without a decoders list");
+    for (const json& x : *it) {
+      std::unique_ptr<Decoder> d;
+      TUNABLE_RETURN_IF_ERROR(parse_decoder(x, what, &d));
+      if (d) s->parts.push_back(std::move(d));
+    }
+    *out = std::move(s);
+  } else if (type == "Replace") {
+    auto r = std::make_unique<ReplaceDec>();
+    const json pat = j.value("pattern", json());
+    if (!pat.contains("String")) return unsupported(what, "Replace decoder with a Regex pattern is not supported");
+    r->from = pat["String"].get<std::string>();
+    r->to = str_field(j, "content");
+    *out = std::move(r);
+  } else if (type == "ByteFallback") {
+    *out = std::make_unique<ByteFallbackDec>();
+  } else if (type == "Fuse") {
+    *out = std::make_unique<FuseDec>();
+  } else if (type == "Strip") {
+    auto s = std::make_unique<StripDec>();
+    s->content = str_field(j, "content");
+    s->start = j.value("start", 0);
+    s->stop = j.value("stop", 0);
+    *out = std::move(s);
+  } else if (type == "ByteLevel") {
+    *out = std::make_unique<ByteLevelDec>();
+  } else if (type == "Metaspace") {
+    auto m = std::make_unique<MetaspaceDec>();
+    if (j.contains("replacement") && j["replacement"].is_string()) m->replacement = j["replacement"].get<std::string>();
+    const std::string scheme = str_field(j, "prepend_scheme");
+    m->strip_first = scheme.empty() ? j.value("add_prefix_space", true) : scheme != "never";
+    *out = std::move(m);
+  } else {
+    return unsupported(what, fmt::format("decoder type '{}' is not supported (Sequence, Replace, ByteFallback, Fuse, "
+                                         "Strip, ByteLevel, Metaspace)", type));
+  }
+  return Status::ok();
+}
+
+// ---- the tokenizer ----------------------------------------------------------------------------------
+
+struct AddedToken {
+  std::int32_t id = 0;
+  std::string content;
+  bool special = false, lstrip = false, rstrip = false;
+};
+
+class HfTokenizer final : public Tokenizer {
+ public:
+  Status load(const std::string& text, const std::string& what);
+  Status encode(std::string_view text, bool add_special_tokens, std::vector<std::int32_t>* ids) const override;
+  Status decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens, std::string* text) const override;
+  std::int32_t vocab_size() const override { return static_cast<std::int32_t>(id_to_token_.size()); }
+
+ private:
+  void bpe(const std::string& word, std::vector<std::int32_t>* out) const;
+  std::unordered_map<std::string, std::int32_t> vocab_;
+  std::vector<std::string> id_to_token_;
+  std::vector<bool> special_;
+  /// (left id, right id) -> (rank, merged id)
+  std::unordered_map<std::uint64_t, std::pair<std::int32_t, std::int32_t>> merges_;
+  std::vector<AddedToken> added_;  // longest first
+  std::unique_ptr<Normalizer> normalizer_;
+  std::unique_ptr<PreTokenizer> pre_;
+  std::unique_ptr<Decoder> decoder_;
+  bool byte_level_ = false, byte_fallback_ = false, ignore_merges_ = false, fuse_unk_ = false;
+  std::int32_t unk_ = -1;
+  std::vector<std::int32_t> prefix_, suffix_;  // the post-processor's template around $A
+  std::int32_t byte_ids_[256];
+  mutable std::mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<std::int32_t>> cache_;
+};
+
+Status parse_post_processor(const json& j, const std::string& what, const std::function<std::int32_t(const std::string&)>& id_of,
+                            std::vector<std::int32_t>* prefix, std::vector<std::int32_t>* suffix) {
+  if (j.is_null()) return Status::ok();
+  const std::string type = str_field(j, "type");
+  if (type == "Sequence") {
+    for (const json& x : j.value("processors", json::array())) TUNABLE_RETURN_IF_ERROR(parse_post_processor(x, what, id_of, prefix, suffix));
+    return Status::ok();
+  }
+  if (type == "ByteLevel") return Status::ok();  // offsets only
+  if (type != "TemplateProcessing")
+    return unsupported(what, fmt::format("post_processor type '{}' is not supported (TemplateProcessing, ByteLevel, "
+                                         "Sequence)", type));
+  const json specials = j.value("special_tokens", json::object());
+  bool seen_a = false;
+  for (const json& item : j.value("single", json::array())) {
+    if (item.contains("Sequence")) {
+      if (item["Sequence"].value("id", "") != "A") return unsupported(what, "a single template over a sequence other than $A");
+      seen_a = true;
+    } else if (item.contains("SpecialToken")) {
+      const std::string name = item["SpecialToken"].value("id", "");
+      const auto sp = specials.find(name);
+      std::vector<std::int32_t> ids;
+      if (sp != specials.end() && sp->contains("ids")) {
+        for (const json& v : (*sp)["ids"]) ids.push_back(v.get<std::int32_t>());
+      } else {
+        const std::int32_t id = id_of(name);
+        if (id < 0) return bad(what, fmt::format("the template's special token '{}' has no id", name));
+        ids.push_back(id);
+      }
+      (seen_a ? suffix : prefix)->insert((seen_a ? suffix : prefix)->end(), ids.begin(), ids.end());
+    } else {
+      return bad(what, "a template item that is neither a Sequence nor a SpecialToken");
+    }
+  }
+  return Status::ok();
+}
+
+Status HfTokenizer::load(const std::string& text, const std::string& what) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return bad(what, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return bad(what, "no model object");
+  const json& m = j["model"];
+  const std::string mtype = str_field(m, "type");
+  if (mtype != "BPE" && !(mtype.empty() && m.contains("merges")))
+    return unsupported(what, fmt::format("model type '{}' is not supported (BPE)", mtype));
+  if (!m.value("continuing_subword_prefix", json()).is_null() && !str_field(m, "continuing_subword_prefix").empty())
+    return unsupported(what, "BPE continuing_subword_prefix is not supported");
+  if (!m.value("end_of_word_suffix", json()).is_null() && !str_field(m, "end_of_word_suffix").empty())
+    return unsupported(what, "BPE end_of_word_suffix is not supported");
+  if (!m.value("dropout", json()).is_null() && m["dropout"].get<double>() > 0)
+    return unsupported(what, "BPE dropout is not supported (it makes tokenization random)");
+  byte_fallback_ = m.value("byte_fallback", false);
+  ignore_merges_ = m.value("ignore_merges", false);
+  fuse_unk_ = m.value("fuse_unk", false);
+
+  const auto vit = m.find("vocab");
+  if (vit == m.end() || !vit->is_object() || vit->empty()) return bad(what, "model.vocab is missing or empty");
+  std::int32_t max_id = -1;
+  for (auto it = vit->begin(); it != vit->end(); ++it) {
+    if (!it.value().is_number_integer() || it.value().get<std::int64_t>() < 0 || it.value().get<std::int64_t>() > (1 << 26))
+      return bad(what, fmt::format("vocab['{}'] is {}, not a token id", it.key(), it.value().dump()));
+    const auto id = static_cast<std::int32_t>(it.value().get<std::int64_t>());
+    vocab_[it.key()] = id;
+    max_id = std::max(max_id, id);
+  }
+  std::vector<AddedToken> added;
+  for (const json& a : j.value("added_tokens", json::array())) {
+    AddedToken t;
+    if (!a.contains("id") || !a["id"].is_number_integer() || a["id"].get<std::int64_t>() < 0 ||
+        a["id"].get<std::int64_t>() > (1 << 26) || !a.contains("content") || !a["content"].is_string() ||
+        a["content"].get<std::string>().empty())
+      return bad(what, fmt::format("added token {} lacks an id or content", a.dump()));
+    t.id = a["id"].get<std::int32_t>();
+    t.content = a["content"].get<std::string>();
+    t.special = a.value("special", false);
+    t.lstrip = a.value("lstrip", false);
+    t.rstrip = a.value("rstrip", false);
+    if (a.value("single_word", false)) return unsupported(what, fmt::format("added token '{}' is single_word", t.content));
+    max_id = std::max(max_id, t.id);
+    added.push_back(t);
+  }
+  id_to_token_.assign(max_id + 1, std::string());
+  special_.assign(max_id + 1, false);
+  std::vector<bool> used(max_id + 1, false);
+  for (const auto& [tok, id] : vocab_) {
+    if (used[id]) return bad(what, fmt::format("token id {} is given to two vocabulary entries", id));
+    used[id] = true;
+    id_to_token_[id] = tok;
+  }
+  for (const AddedToken& t : added) {
+    if (used[t.id] && id_to_token_[t.id] != t.content)
+      return bad(what, fmt::format("added token '{}' has id {}, which '{}' holds", t.content, t.id, id_to_token_[t.id]));
+    used[t.id] = true;
+    id_to_token_[t.id] = t.content;
+    special_[t.id] = t.special;
+  }
+  std::sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  added_ = std::move(added);
+
+  const auto mit = m.find("merges");
+  if (mit == m.end() || !mit->is_array()) return bad(what, "model.merges is missing");
+  std::int32_t rank = 0;
+  for (const json& x : *mit) {
+    std::string a, b;
+    if (x.is_string()) {
+      const std::string s = x.get<std::string>();
+      const std::size_t sp = s.find(' ', 1);
+      if (sp == std::string::npos) return bad(what, fmt::format("merge '{}' is not two tokens", s));
+      a = s.substr(0, sp);
+      b = s.substr(sp + 1);
+    } else if (x.is_array() && x.size() == 2 && x[0].is_string() && x[1].is_string()) {
+      a = x[0].get<std::string>();
+      b = x[1].get<std::string>();
+    } else {
+      return bad(what, fmt::format("merge {} is not a pair of tokens", x.dump()));
+    }
+    const auto ia = vocab_.find(a), ib = vocab_.find(b), im = vocab_.find(a + b);
+    if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
+      return bad(what, fmt::format("merge '{} {}' uses a token outside the vocabulary", a, b));
+    const std::uint64_t key = (static_cast<std::uint64_t>(ia->second) << 32) | static_cast<std::uint32_t>(ib->second);
+    merges_.emplace(key, std::make_pair(rank++, im->second));  // the first (best-ranked) merge wins
+  }
+  const json unk = m.value("unk_token", json());
+  if (unk.is_string()) {
+    const auto u = vocab_.find(unk.get<std::string>());
+    if (u == vocab_.end()) return bad(what, fmt::format("unk_token '{}' is not in the vocabulary", unk.get<std::string>()));
+    unk_ = u->second;
+  }
+  for (int b = 0; b < 256; ++b) {
+    const auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
+    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+  }
+
+  TUNABLE_RETURN_IF_ERROR(parse_normalizer(j.value("normalizer", json()), what, &normalizer_));
+  TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), what, &byte_level_, &pre_));
+  TUNABLE_RETURN_IF_ERROR(parse_decoder(j.value("decoder", json()), what, &decoder_));
+  auto id_of = [&](const std::string& s) -> std::int32_t {
+    for (const AddedToken& t : added_)
+      if (t.content == s) return t.id;
+    const auto it = vocab_.find(s);
+    return it == vocab_.end() ? -1 : it->second;
+  };
+  TUNABLE_RETURN_IF_ERROR(parse_post_processor(j.value("post_processor", json()), what, id_of, &prefix_, &suffix_));
+  return Status::ok();
+}
+
+void HfTokenizer::bpe(const std::string& word, std::vector<std::int32_t>* out) const {
+  if (ignore_merges_) {
+    const auto it = vocab_.find(word);
+    if (it != vocab_.end()) {
+      out->push_back(it->second);
+      return;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    const auto it = cache_.find(word);
+    if (it != cache_.end()) {
+      out->insert(out->end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  // Characters to symbols; a character outside the vocabulary becomes its byte tokens (when the
+  // model falls back to bytes and has all of them) or the unknown token (consecutive ones fused
+  // when fuse_unk).
+  std::vector<std::int32_t> sym;
+  bool last_unk = false;
+  for (const std::string& c : utf8_chars(word)) {
+    const auto it = vocab_.find(c);
+    if (it != vocab_.end()) {
+      sym.push_back(it->second);
+      last_unk = false;
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (unsigned char b : c) all = all && byte_ids_[b] >= 0;
+      if (all) {
+        for (unsigned char b : c) sym.push_back(byte_ids_[b]);
+        last_unk = false;
+        continue;
+      }
+    }
+    if (unk_ >= 0 && !(fuse_unk_ && last_unk)) sym.push_back(unk_);
+    last_unk = unk_ >= 0;
+  }
+  // Merge the best-ranked adjacent pair (leftmost among equals) until none is left.
+  while (sym.size() > 1) {
+    std::int32_t best = INT32_MAX, merged = -1;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i + 1 < sym.size(); ++i) {
+      const std::uint64_t key = (static_cast<std::uint64_t>(sym[i]) << 32) | static_cast<std::uint32_t>(sym[i + 1]);
+      const auto it = merges_.find(key);
+      if (it != merges_.end() && it->second.first < best) {
+        best = it->second.first;
+        merged = it->second.second;
+        at = i;
+      }
+    }
+    if (merged < 0) break;
+    sym[at] = merged;
+    sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  }
+  out->insert(out->end(), sym.begin(), sym.end());
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (cache_.size() < 100000) cache_.emplace(word, std::move(sym));
+}
+
+Status HfTokenizer::encode(std::string_view text_in, bool add_special_tokens, std::vector<std::int32_t>* ids) const {
+  if (ids == nullptr) return Status(StatusCode::kInvalidArgument, "encode: null output");
+  ids->clear();
+  const std::string text = utf8_lossy(text_in);
+  if (add_special_tokens) ids->insert(ids->end(), prefix_.begin(), prefix_.end());
+  // Segments between added tokens (leftmost match, longest first at a position).
+  std::size_t at = 0;
+  bool first_segment = true;
+  auto run_segment = [&](std::string seg) {
+    if (seg.empty()) return;
+    if (normalizer_) normalizer_->apply(&seg);
+    std::vector<std::string> pieces{seg};
+    std::vector<bool> first{first_segment};
+    if (pre_) pre_->apply(&pieces, &first);
+    for (const std::string& p : pieces)
+      if (!p.empty()) bpe(p, ids);
+  };
+  while (at <= text.size()) {
+    std::size_t best = std::string::npos;
+    const AddedToken* hit = nullptr;
+    for (const AddedToken& t : added_) {
+      const std::size_t p = text.find(t.content, at);
+      if (p != std::string::npos && (p < best || (p == best && t.content.size() > hit->content.size()))) {
+        best = p;
+        hit = &t;
+      }
+    }
+    if (!hit) {
+      run_segment(text.substr(at));
+      break;
+    }
+    std::size_t seg_end = best, next = best + hit->content.size();
+    if (hit->lstrip)
+      while (seg_end > at && std::isspace(static_cast<unsigned char>(text[seg_end - 1]))) --seg_end;
+    if (hit->rstrip)
+      while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next]))) ++next;
+    run_segment(text.substr(at, seg_end - at));
+    first_segment = false;
+    ids->push_back(hit->id);
+    at = next;
+    if (at == text.size()) break;
+  }
+  if (add_special_tokens) ids->insert(ids->end(), suffix_.begin(), suffix_.end());
+  return Status::ok();
+}
+
+Status HfTokenizer::decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens, std::string* text) const {
+  if (text == nullptr) return Status(StatusCode::kInvalidArgument, "decode: null output");
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int32_t id = ids[i];
+    if (id < 0 || id >= vocab_size() || id_to_token_[id].empty())
+      return Status(StatusCode::kInvalidArgument, fmt::format("decode: id {} (position {}) is not in the vocabulary", id, i));
+    if (skip_special_tokens && special_[id]) continue;
+    tokens.push_back(id_to_token_[id]);
+  }
+  std::string all;
+  if (decoder_) {
+    decoder_->apply(&tokens);
+    for (const std::string& t : tokens) all += t;
+  } else {
+    for (std::size_t i = 0; i < tokens.size(); ++i) all += (i ? " " : "") + tokens[i];  // the library's join
+  }
+  *text = utf8_lossy(all);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status load_hf_tokenizer(const std::string& path, std::unique_ptr<Tokenizer>* out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status(StatusCode::kIoError, fmt::format("cannot read '{}'", path));
+  if (!S_ISREG(st.st_mode)) return Status(StatusCode::kIoError, fmt::format("'{}' is not a regular file", path));
+  if (st.st_size > (512 << 20)) return bad(path, "larger than 512 MiB");
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (!f) return Status(StatusCode::kIoError, fmt::format("reading '{}' failed", path));
+  auto t = std::make_unique<HfTokenizer>();
+  TUNABLE_RETURN_IF_ERROR(t->load(ss.str(), path));
+  *out = std::move(t);
+  return Status::ok();
+}
+
+}  // namespace tunable::tok
