@@ -20,6 +20,7 @@
 
 #include "../tune/process_util.hpp"
 #include "test_util.hpp"
+#include "model/config.hpp"
 #include "tune/results_file.hpp"
 
 namespace tunable {
@@ -278,6 +279,46 @@ TEST(CliFailures, GenerateNamesAMissingTokenizerAndBadIdsBeforeAnyGpuWork) {
   r = run_cli({"bench-model", "--model", dir.path()});
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(has(r, "cannot be used")) << r.out;  // CUDA hidden: no device, said so
+}
+
+
+// A model directory as save_pretrained writes one (bf16, every tensor the configuration needs).
+void write_model(const std::string& dir, const std::string& config) {
+  test::write_text(dir + "/config.json", config);
+  model::ModelConfig c;
+  ASSERT_TRUE(model::parse_model_config(config, "config.json", &c).is_ok());
+  std::string h = "{";
+  std::uint64_t off = 0;
+  for (const auto& [name, shape] : model::expected_tensors(c)) {
+    std::uint64_t n = 1;
+    std::string dims;
+    for (std::int64_t d : shape) n *= static_cast<std::uint64_t>(d), dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    h += fmt::format("{}\"{}\":{{\"dtype\":\"BF16\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", h.size() > 1 ? "," : "",
+                     name, dims, off, off + 2 * n);
+    off += 2 * n;
+  }
+  h += "}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(h.size() >> (8 * i));
+  bytes += h + std::string(off, '\0');
+  std::ofstream(dir + "/model.safetensors", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(CliFailures, TheEngineRefusesUnsupportedModelsAndAMissingGpuByName) {
+  test::TempDir dir;
+  // head_dim 4: refused before any GPU work, naming what the attention kernels take.
+  write_model(dir.path(), R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":8,
+    "intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1})");
+  CliRun r = run_cli({"generate", "--model", dir.path(), "--prompt-ids", "1,2"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "head_dim 4 is not supported by the attention kernels (64, 128, 256)")) << r.out;
+  // A supported model with the GPU hidden: a CUDA error that says so, no crash.
+  test::TempDir ok;
+  write_model(ok.path(), R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":64,
+    "intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":1,"num_key_value_heads":1})");
+  r = run_cli({"generate", "--model", ok.path(), "--prompt-ids", "1,2"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "cuda_error")) << r.out;
 }
 
 }  // namespace
