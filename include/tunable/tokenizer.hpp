@@ -38,7 +38,9 @@ class Tokenizer {
 };
 
 /// Streams the text of ids as they arrive: each push returns the text that is now final (complete
-/// UTF-8; the tokenizer's decoder sees every id so far, so leading-space rules hold).
+/// UTF-8; the tokenizer's decoder sees every id so far, so leading-space rules hold). Ids past the
+/// tokenizer's vocabulary (a model's vocabulary padded beyond it) give no text, as transformers'
+/// decode skips them.
 class TokenStreamer {
  public:
   TokenStreamer(const Tokenizer& tokenizer, bool skip_special_tokens)

@@ -900,17 +900,20 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
   int delivered = 0, enqueued = 1;
   bool stop = false;
   bool decode_started = false;
+  auto enqueue_step = [&]() -> Status {
+    if (!decode_started) {
+      TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));  // the prefill ends where decoding starts
+      decode_started = true;
+    }
+    TUNABLE_RETURN_IF_ERROR(decode_step(B, s));
+    TUNABLE_RETURN_IF_ERROR(enqueue_copy(enqueued));
+    ++enqueued;
+    return Status::ok();
+  };
   while (delivered < params.max_new_tokens && !stop) {
     // Keep one step ahead of the host (never past the last step the cache has room for).
-    if (enqueued < params.max_new_tokens && enqueued <= delivered + 1 && !params.keep_logits) {
-      if (!decode_started) {
-        TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
-        decode_started = true;
-      }
-      TUNABLE_RETURN_IF_ERROR(decode_step(B, s));
-      TUNABLE_RETURN_IF_ERROR(enqueue_copy(enqueued));
-      ++enqueued;
-    }
+    if (enqueued < params.max_new_tokens && enqueued <= delivered + 1 && !params.keep_logits)
+      TUNABLE_RETURN_IF_ERROR(enqueue_step());
     TUNABLE_CUDA_CHECK(cudaEventSynchronize(ready[delivered % kRing]));
     const int* got = slots + (delivered % kRing) * B;
     bool all_done = true;
@@ -923,13 +926,8 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
     if (on_step && !on_step(tokens)) stop = true;
     if (all_done && !params.ignore_eos) stop = true;
     if (params.keep_logits && !stop && enqueued < params.max_new_tokens) {
-      if (!decode_started) {
-        TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
-        decode_started = true;
-      }
-      TUNABLE_RETURN_IF_ERROR(decode_step(B, s));
-      TUNABLE_RETURN_IF_ERROR(enqueue_copy(enqueued));
-      ++enqueued;
+      // Each step's logits are read before the next step overwrites them.
+      TUNABLE_RETURN_IF_ERROR(enqueue_step());
       TUNABLE_RETURN_IF_ERROR(keep());
     }
   }

@@ -27,6 +27,17 @@ Status parse_error(const std::string& what, const std::string& msg) {
   return Status(StatusCode::kParseError, fmt::format("{}: {}", what, msg));
 }
 
+// The text as a JSON object; the error names the file.
+Status parse_object(const std::string& text, const std::string& what, json* out) {
+  try {
+    *out = json::parse(text);
+  } catch (const json::exception& e) {
+    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!out->is_object()) return parse_error(what, "not a JSON object");
+  return Status::ok();
+}
+
 // A required positive integer field.
 Status positive(const json& j, const char* key, const std::string& what, std::int64_t* out) {
   const auto it = j.find(key);
@@ -68,12 +79,7 @@ const char* family_name(Family f) noexcept {
 Status parse_model_config(const std::string& text, const std::string& what, ModelConfig* out) {
   if (out == nullptr) return Status(StatusCode::kInvalidArgument, "parse_model_config: null output");
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) return parse_error(what, "not a JSON object");
+  TUNABLE_RETURN_IF_ERROR(parse_object(text, what, &j));
   ModelConfig c;
   // Dispatch on architectures, else model_type.
   const std::string model_type = str(j, "model_type");
@@ -236,13 +242,9 @@ Status parse_safetensors_index(const std::string& text, const std::string& what,
   if (weight_map == nullptr) return Status(StatusCode::kInvalidArgument, "parse_safetensors_index: null output");
   weight_map->clear();
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
-  }
-  const auto wm = j.is_object() ? j.find("weight_map") : j.end();
-  if (!j.is_object() || wm == j.end() || !wm->is_object()) return parse_error(what, "no weight_map object");
+  TUNABLE_RETURN_IF_ERROR(parse_object(text, what, &j));
+  const auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) return parse_error(what, "no weight_map object");
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     if (!it.value().is_string())
       return parse_error(what, fmt::format("weight_map['{}'] is not a file name", it.key()));
@@ -259,12 +261,7 @@ Status parse_safetensors_index(const std::string& text, const std::string& what,
 Status parse_special_tokens(const std::string& text, const std::string& what, SpecialTokens* out) {
   if (out == nullptr) return Status(StatusCode::kInvalidArgument, "parse_special_tokens: null output");
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return parse_error(what, fmt::format("not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) return parse_error(what, "not a JSON object");
+  TUNABLE_RETURN_IF_ERROR(parse_object(text, what, &j));
   SpecialTokens t;
   auto id = [&](const json& v, const char* field, std::int32_t* dst) {
     if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > INT32_MAX)

@@ -28,6 +28,8 @@ Status Tokenizer::load_sentencepiece(const std::string& path, std::unique_ptr<To
 }
 
 Status TokenStreamer::push(std::int32_t id, std::string* text) {
+  text->clear();
+  if (id < 0 || id >= tok_.vocab_size()) return Status::ok();
   ids_.push_back(id);
   std::string all;
   TUNABLE_RETURN_IF_ERROR(tok_.decode(ids_, skip_special_, &all));
@@ -37,7 +39,6 @@ Status TokenStreamer::push(std::int32_t id, std::string* text) {
   std::size_t end = all.size();
   while (end >= emitted_ + kReplacement.size() && all.compare(end - kReplacement.size(), kReplacement.size(), kReplacement) == 0)
     end -= kReplacement.size();
-  text->clear();
   if (end > emitted_) {
     *text = all.substr(emitted_, end - emitted_);
     emitted_ = end;

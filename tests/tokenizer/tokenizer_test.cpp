@@ -91,6 +91,8 @@ TEST_F(Fixtures, StreamedTextEqualsTheWholeDecode) {
         ASSERT_TRUE(s.push(id, &piece).is_ok());
         streamed += piece;
       }
+      ASSERT_TRUE(s.push(t->vocab_size() + 5, &piece).is_ok());  // past the vocabulary: no text
+      EXPECT_EQ(piece, "");
       ASSERT_TRUE(s.finish(&piece).is_ok());
       streamed += piece;
       std::string whole;

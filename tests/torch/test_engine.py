@@ -224,6 +224,35 @@ def main():
         if inside < 30:
             raise AssertionError(f"only {inside}/32 sampled tokens inside fp32's top 24")
 
+    @case("text in, text out: --prompt tokenizes as transformers does and streams its decode")
+    def _():
+        from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+        d = MODELS["llama"][0]
+        tok = Tokenizer(models.BPE(ignore_merges=True))
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+                                 behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
+        tok.train_from_iterator(["Hello world, the engine speaks. Ünïcödé 日本語 😀 1234"] * 20,
+                                trainers.BpeTrainer(vocab_size=400, special_tokens=["<|begin_of_text|>"],
+                                                    initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        tok.post_processor = processors.TemplateProcessing(
+            single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", tok.token_to_id("<|begin_of_text|>"))])
+        tok.save(os.path.join(d, "tokenizer.json"))
+        text = "Hello wörld 日本 😀!"
+        ids = tok.encode(text).ids
+        r_text = cli(["generate", "--model", d, "--prompt", text, "--max-new-tokens", "12", "--ignore-eos",
+                      "--max-seq-len", "64"])
+        r_ids = cli(["generate", "--model", d, "--prompt-ids", ",".join(map(str, ids)), "--max-new-tokens", "12",
+                     "--ignore-eos", "--max-seq-len", "64"])
+        out_ids = [int(x) for x in r_ids.stdout.split()]
+        want = tok.decode(out_ids, skip_special_tokens=True)
+        got = r_text.stdout[:-1] if r_text.stdout.endswith("\n") else r_text.stdout
+        print(f"  {len(ids)} prompt ids, generated {out_ids}: {want!r}")
+        if got != want:
+            raise AssertionError(f"streamed text {got!r} differs from transformers' decode {want!r}")
+
     @case("bad input is a clear error")
     def _():
         d = MODELS["llama"][0]

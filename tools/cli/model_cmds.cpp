@@ -133,8 +133,11 @@ int run_generate(const GenerateArgs& a) {
     for (int b = 0; b < a.batch; ++b) {
       std::printf("[%d]", b);
       if (tok) {
+        std::vector<std::int32_t> known;  // ids past the tokenizer's vocabulary give no text
+        for (std::int32_t t : out[b])
+          if (t < tok->vocab_size()) known.push_back(t);
         std::string text;
-        throw_if_error(tok->decode(out[b], true, &text));
+        throw_if_error(tok->decode(known, true, &text));
         std::printf(" %s", text.c_str());
       } else {
         for (std::int32_t t : out[b]) std::printf(" %d", t);
