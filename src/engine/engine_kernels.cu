@@ -67,6 +67,10 @@ cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* d
 }
 
 int max_decode_splits() { return k::kMaxAttnSplits; }
+int max_heads_per_block() { return k::kMaxAttnGroup; }
+std::size_t decode_attention_smem_bytes(const AttnShape& s, const DecodeAttnArgs& plan) {
+  return k::decode_attention_smem(plan.heads_per_block, s.head_dim, plan.chunk_cap);
+}
 
 bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan) {
   const int group = s.heads / s.kv_heads;

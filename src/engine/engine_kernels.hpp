@@ -47,6 +47,10 @@ struct DecodeAttnArgs {
 bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan);
 /// The most spans any plan uses (partial results are sized for it).
 int max_decode_splits();
+/// The most query heads one decode block holds.
+int max_heads_per_block();
+/// Dynamic shared memory of one decode block of the plan.
+std::size_t decode_attention_smem_bytes(const AttnShape& s, const DecodeAttnArgs& plan);
 
 cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
                                     cudaStream_t stream);

@@ -1,0 +1,51 @@
+// The decode attention's launch plan (host arithmetic, no GPU): every sequence length fits the
+// spans' shared memory, spans stay within the combine's limit, head chunks divide the group.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/engine_kernels.hpp"
+
+namespace tunable::engine {
+namespace {
+
+TEST(DecodePlan, EveryLengthFitsAndTheGroupSplitsEvenly) {
+  constexpr std::size_t kSmem = 227 * 1024;  // an H100 block's opt-in shared memory
+  struct Shape {
+    int heads, kv_heads, head_dim;
+  };
+  for (const Shape sh : {Shape{8, 1, 256}, Shape{32, 8, 128}, Shape{14, 2, 64}, Shape{28, 4, 128}, Shape{64, 8, 128},
+                         Shape{16, 16, 256}}) {
+    for (int max_seq : {1, 16, 384, 4096, 32768, 131072}) {
+      for (int rows : {1, 3, 8, 64}) {
+        AttnShape s{sh.heads, sh.kv_heads, sh.head_dim, max_seq, 1.f};
+        DecodeAttnArgs p;
+        ASSERT_TRUE(plan_decode_splits(s, rows, 132, kSmem, &p)) << sh.heads << "/" << sh.kv_heads << " seq " << max_seq;
+        const int group = sh.heads / sh.kv_heads;
+        SCOPED_TRACE(::testing::Message() << "group " << group << " seq " << max_seq << " rows " << rows);
+        EXPECT_GE(p.splits, 1);
+        EXPECT_LE(p.splits, max_decode_splits());
+        EXPECT_EQ(group % p.heads_per_block, 0);
+        EXPECT_LE(p.heads_per_block, max_heads_per_block());
+        // Any length up to max_seq: the kernel's span (fewer spans below min_chunk keys each) fits.
+        for (int len : {1, p.min_chunk - 1, p.min_chunk, p.min_chunk + 1, max_seq / 2 + 1, max_seq}) {
+          if (len < 1 || len > max_seq) continue;
+          const int active = std::max(1, std::min(p.splits, (len + p.min_chunk - 1) / p.min_chunk));
+          const int chunk = (len + active - 1) / active;
+          EXPECT_LE(chunk, p.chunk_cap) << "len " << len;
+          EXPECT_GE(static_cast<long long>(chunk) * active, len);
+        }
+        EXPECT_LE(decode_attention_smem_bytes(s, p), kSmem);
+      }
+    }
+  }
+}
+
+TEST(DecodePlan, ALengthNoSpanCanHoldIsRefused) {
+  AttnShape s{8, 1, 256, 1 << 24, 1.f};
+  DecodeAttnArgs p;
+  EXPECT_FALSE(plan_decode_splits(s, 1, 132, 227 * 1024, &p));
+}
+
+}  // namespace
+}  // namespace tunable::engine
