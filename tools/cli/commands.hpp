@@ -57,6 +57,9 @@ struct RunArgs {
 };
 int run_program(const RunArgs& a);
 
+/// This executable's path (/proc/self/exe), or "" when it cannot be read.
+std::string executable_path();
+
 /// What both engine commands take: the model directory and how to load it.
 struct ModelRunArgs {
   std::string model;

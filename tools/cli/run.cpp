@@ -18,13 +18,17 @@
 #include "cli/commands.hpp"
 
 namespace tunable::cli {
+
+std::string executable_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
 namespace {
 
 std::string dir_of_executable() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<std::size_t>(n));
+  const std::string p = executable_path();
   const std::size_t slash = p.find_last_of('/');
   return slash == std::string::npos ? "." : p.substr(0, slash);
 }

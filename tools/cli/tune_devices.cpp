@@ -76,10 +76,9 @@ double estimated_cost(const std::string& op, const std::string& ps) {
 }
 
 std::string self_executable() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw Error(StatusCode::kIoError, "cannot find this executable (/proc/self/exe) to start the tuners");
-  return std::string(buf, static_cast<std::size_t>(n));
+  std::string p = executable_path();
+  if (p.empty()) throw Error(StatusCode::kIoError, "cannot find this executable (/proc/self/exe) to start the tuners");
+  return p;
 }
 
 struct TempDir {
@@ -116,9 +115,15 @@ int run_tune_file_on_devices(const TuneFileArgs& a) {
   if (o.filename.empty())
     throw Error(StatusCode::kInvalidArgument, "no results file to tune into (--file or TUNABLE_FILENAME is empty)");
   // Biggest first: the last problems handed out are the short ones, so the GPUs finish together.
-  std::stable_sort(problems.begin(), problems.end(), [](const auto& x, const auto& y) {
-    return estimated_cost(x.first, x.second) > estimated_cost(y.first, y.second);
-  });
+  // Biggest first; each problem's cost parsed once, not in every comparison.
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < problems.size(); ++i) order.emplace_back(estimated_cost(problems[i].first, problems[i].second), i);
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  {
+    std::vector<std::pair<std::string, std::string>> sorted;
+    for (const auto& o : order) sorted.push_back(std::move(problems[o.second]));
+    problems = std::move(sorted);
+  }
   TempDir tmp;
   const std::string snapshot = tmp.path + "/problems.csv", claim = tmp.path + "/claim";
   {
