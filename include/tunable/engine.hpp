@@ -65,7 +65,9 @@ struct SamplingParams {
   float temperature = 0.f;  ///< 0: greedy (first index of the largest logit)
   int top_k = 0;            ///< 0: off
   float top_p = 1.f;        ///< 1: off
-  std::uint64_t seed = 0;   ///< the same seed, prompt and parameters give the same tokens
+  /// The same seed, prompts and parameters give the same tokens. Draws are keyed by (seed, batch
+  /// row, position): a prompt sampled in row 1 of a batch draws differently than alone in row 0.
+  std::uint64_t seed = 0;
 };
 
 struct GenerateParams {

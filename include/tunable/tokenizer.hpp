@@ -37,10 +37,13 @@ class Tokenizer {
   virtual std::int32_t vocab_size() const = 0;
 };
 
-/// Streams the text of ids as they arrive: each push returns the text that is now final (complete
-/// UTF-8; the tokenizer's decoder sees every id so far, so leading-space rules hold). Ids past the
-/// tokenizer's vocabulary (a model's vocabulary padded beyond it) give no text, as transformers'
-/// decode skips them.
+/// Streams the text of ids as they arrive: each push returns the text that has become final
+/// (complete UTF-8), decoding only a window of recent ids so that a token costs the same at any
+/// length (the method of transformers' and TGI's streamers). The concatenation equals decoding all
+/// ids at once, except where a run of byte tokens turns invalid after a complete character of it
+/// was returned (the library then decodes the whole run as U+FFFD). Ids past the tokenizer's
+/// vocabulary (a model's vocabulary padded beyond it) give no text, as transformers' decode skips
+/// them.
 class TokenStreamer {
  public:
   TokenStreamer(const Tokenizer& tokenizer, bool skip_special_tokens)
@@ -53,7 +56,8 @@ class TokenStreamer {
   const Tokenizer& tok_;
   bool skip_special_;
   std::vector<std::int32_t> ids_;
-  std::size_t emitted_ = 0;  ///< bytes of the decoded text already returned
+  std::size_t prefix_ = 0;  ///< first id of the decoded window
+  std::size_t read_ = 0;    ///< ids up to here have had their text returned
 };
 
 }  // namespace tunable

@@ -174,7 +174,9 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
     return Status(StatusCode::kNotSupported, fmt::format("{}: mlp_bias is not supported", what));
   c.gemma_norm = c.family == Family::kGemma;
   c.scale_embeddings = c.family == Family::kGemma;
-  if (const auto sw = j.find("sliding_window"); sw != j.end() && sw->is_number_integer()) c.sliding_window = *sw;
+  // Qwen2 configs carry a sliding_window that applies only with use_sliding_window: true.
+  if (const auto sw = j.find("sliding_window"); sw != j.end() && sw->is_number_integer() && flag(j, "use_sliding_window", true))
+    c.sliding_window = *sw;
   *out = c;
   return Status::ok();
 }

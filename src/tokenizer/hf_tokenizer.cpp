@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unicode/normalizer2.h>
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
 #include <unicode/regex.h>
 #include <unicode/unistr.h>
 
@@ -19,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
@@ -565,6 +568,14 @@ struct AddedToken {
   std::int32_t id = 0;
   std::string content;
   bool special = false, lstrip = false, rstrip = false;
+  bool normalized = false;  ///< matched in the normalized text (else in the raw text)
+};
+
+/// A piece of the input on its way to ids: text, or an added token's id.
+struct Piece {
+  std::string text;
+  std::int32_t id = -1;
+  bool first = false;  ///< starts the input (Metaspace's prepend_scheme "first")
 };
 
 class HfTokenizer final : public Tokenizer {
@@ -576,6 +587,8 @@ class HfTokenizer final : public Tokenizer {
 
  private:
   void bpe(const std::string& word, std::vector<std::int32_t>* out) const;
+  /// Splits `text` at the added tokens of the given kind (leftmost match, longest at a position).
+  void split_added(const std::string& text, bool normalized, std::vector<Piece>* out) const;
   std::unordered_map<std::string, std::int32_t> vocab_;
   std::vector<std::string> id_to_token_;
   std::vector<bool> special_;
@@ -674,6 +687,7 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
     t.special = a.value("special", false);
     t.lstrip = a.value("lstrip", false);
     t.rstrip = a.value("rstrip", false);
+    t.normalized = a.value("normalized", !t.special);  // the library's default
     if (a.value("single_word", false)) return unsupported(what, fmt::format("added token '{}' is single_word", t.content));
     max_id = std::max(max_id, t.id);
     added.push_back(t);
@@ -731,6 +745,17 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
   }
 
   TUNABLE_RETURN_IF_ERROR(parse_normalizer(j.value("normalizer", json()), what, &normalizer_));
+  // A normalized added token is matched, and decoded, as the normalizer turns its content
+  // ("World" under Llama 2's normalizer is "\u2581World"), as the library does.
+  if (normalizer_) {
+    for (AddedToken& t : added_) {
+      if (!t.normalized) continue;
+      normalizer_->apply(&t.content);
+      if (t.content.empty()) return bad(what, fmt::format("added token {} normalizes to nothing", t.id));
+      id_to_token_[t.id] = t.content;
+    }
+    std::sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  }
   TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), what, &byte_level_, &pre_));
   TUNABLE_RETURN_IF_ERROR(parse_decoder(j.value("decoder", json()), what, &decoder_));
   auto id_of = [&](const std::string& s) -> std::int32_t {
@@ -783,26 +808,104 @@ void HfTokenizer::bpe(const std::string& word, std::vector<std::int32_t>* out) c
     if (unk_ >= 0 && !(fuse_unk_ && last_unk)) sym.push_back(unk_);
     last_unk = unk_ >= 0;
   }
-  // Merge the best-ranked adjacent pair (leftmost among equals) until none is left.
-  while (sym.size() > 1) {
-    std::int32_t best = INT32_MAX, merged = -1;
-    std::size_t at = 0;
-    for (std::size_t i = 0; i + 1 < sym.size(); ++i) {
-      const std::uint64_t key = (static_cast<std::uint64_t>(sym[i]) << 32) | static_cast<std::uint32_t>(sym[i + 1]);
-      const auto it = merges_.find(key);
-      if (it != merges_.end() && it->second.first < best) {
-        best = it->second.first;
-        merged = it->second.second;
-        at = i;
+  // Merge the best-ranked adjacent pair (leftmost among equals) until none is left: a heap of
+  // candidate merges over a linked list of symbols, O(n log n) (a Llama 2 style tokenizer has no
+  // pre-tokenizer split, so a whole prompt can be one word).
+  struct Candidate {
+    std::int32_t rank, pos, merged;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  const int n = static_cast<int>(sym.size());
+  std::vector<int> next(n), prev(n);
+  for (int i = 0; i < n; ++i) {
+    next[i] = i + 1 < n ? i + 1 : -1;
+    prev[i] = i - 1;
+  }
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  auto consider = [&](int i) {
+    if (i < 0 || next[i] < 0) return;
+    const std::uint64_t key = (static_cast<std::uint64_t>(sym[i]) << 32) | static_cast<std::uint32_t>(sym[next[i]]);
+    const auto it = merges_.find(key);
+    if (it != merges_.end()) heap.push({it->second.first, i, it->second.second});
+  };
+  for (int i = 0; i + 1 < n; ++i) consider(i);
+  std::vector<bool> gone(n, false);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    if (gone[c.pos] || next[c.pos] < 0) continue;
+    // Stale when either symbol changed since the candidate was pushed.
+    const std::uint64_t key = (static_cast<std::uint64_t>(sym[c.pos]) << 32) | static_cast<std::uint32_t>(sym[next[c.pos]]);
+    const auto it = merges_.find(key);
+    if (it == merges_.end() || it->second.first != c.rank || it->second.second != c.merged) continue;
+    const int right = next[c.pos];
+    sym[c.pos] = c.merged;
+    gone[right] = true;
+    next[c.pos] = next[right];
+    if (next[right] >= 0) prev[next[right]] = c.pos;
+    consider(prev[c.pos]);
+    consider(c.pos);
+  }
+  std::vector<std::int32_t> merged;
+  for (int i = 0; i < n; ++i)
+    if (!gone[i]) merged.push_back(sym[i]);
+  out->insert(out->end(), merged.begin(), merged.end());
+  if (word.size() <= 256) {  // whole long segments would only fill the cache
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (cache_.size() < 100000) cache_.emplace(word, std::move(merged));
+  }
+}
+
+/// Bytes of the Unicode white space (the library's char::is_whitespace) ending at `end` / starting
+/// at `begin` of `s`.
+std::size_t space_before(const std::string& s, std::size_t from, std::size_t end) {
+  std::size_t e = end;
+  while (e > from) {
+    std::size_t b = e - 1;
+    while (b > from && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+    UChar32 c = 0;
+    int32_t i = static_cast<int32_t>(b);
+    U8_NEXT(reinterpret_cast<const uint8_t*>(s.data()), i, static_cast<int32_t>(e), c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    e = b;
+  }
+  return end - e;
+}
+std::size_t space_after(const std::string& s, std::size_t begin) {
+  int32_t i = static_cast<int32_t>(begin);
+  const auto n = static_cast<int32_t>(s.size());
+  while (i < n) {
+    int32_t j = i;
+    UChar32 c = 0;
+    U8_NEXT(reinterpret_cast<const uint8_t*>(s.data()), j, n, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    i = j;
+  }
+  return static_cast<std::size_t>(i) - begin;
+}
+
+void HfTokenizer::split_added(const std::string& text, bool normalized, std::vector<Piece>* out) const {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t best = std::string::npos;
+    const AddedToken* hit = nullptr;
+    for (const AddedToken& t : added_) {
+      if (t.normalized != normalized) continue;
+      const std::size_t p = text.find(t.content, at);
+      if (p != std::string::npos && (p < best || (p == best && t.content.size() > hit->content.size()))) {
+        best = p;
+        hit = &t;
       }
     }
-    if (merged < 0) break;
-    sym[at] = merged;
-    sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    if (!hit) break;
+    std::size_t seg_end = best, next = best + hit->content.size();
+    if (hit->lstrip) seg_end -= space_before(text, at, seg_end);
+    if (hit->rstrip) next += space_after(text, next);
+    if (seg_end > at) out->push_back({text.substr(at, seg_end - at), -1, at == 0});
+    out->push_back({std::string(), hit->id, false});
+    at = next;
   }
-  out->insert(out->end(), sym.begin(), sym.end());
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  if (cache_.size() < 100000) cache_.emplace(word, std::move(sym));
+  if (at < text.size()) out->push_back({text.substr(at), -1, at == 0});
 }
 
 Status HfTokenizer::encode(std::string_view text_in, bool add_special_tokens, std::vector<std::int32_t>* ids) const {
@@ -810,42 +913,31 @@ Status HfTokenizer::encode(std::string_view text_in, bool add_special_tokens, st
   ids->clear();
   const std::string text = utf8_lossy(text_in);
   if (add_special_tokens) ids->insert(ids->end(), prefix_.begin(), prefix_.end());
-  // Segments between added tokens (leftmost match, longest first at a position).
-  std::size_t at = 0;
-  bool first_segment = true;
-  auto run_segment = [&](std::string seg) {
-    if (seg.empty()) return;
+  // As the library splits: added tokens that are not normalized are found in the raw text; each
+  // segment between them is normalized, and the normalized added tokens are found in that; what
+  // remains is pre-tokenized and merged. `first` marks the piece that starts the input.
+  std::vector<Piece> raw;
+  split_added(text, false, &raw);
+  for (Piece& r : raw) {
+    if (r.id >= 0) {
+      ids->push_back(r.id);
+      continue;
+    }
+    std::string seg = std::move(r.text);
     if (normalizer_) normalizer_->apply(&seg);
-    std::vector<std::string> pieces{seg};
-    std::vector<bool> first{first_segment};
-    if (pre_) pre_->apply(&pieces, &first);
-    for (const std::string& p : pieces)
-      if (!p.empty()) bpe(p, ids);
-  };
-  while (at <= text.size()) {
-    std::size_t best = std::string::npos;
-    const AddedToken* hit = nullptr;
-    for (const AddedToken& t : added_) {
-      const std::size_t p = text.find(t.content, at);
-      if (p != std::string::npos && (p < best || (p == best && t.content.size() > hit->content.size()))) {
-        best = p;
-        hit = &t;
+    std::vector<Piece> parts;
+    split_added(seg, true, &parts);
+    for (const Piece& q : parts) {
+      if (q.id >= 0) {
+        ids->push_back(q.id);
+        continue;
       }
+      std::vector<std::string> pieces{q.text};
+      std::vector<bool> first{r.first && q.first};
+      if (pre_) pre_->apply(&pieces, &first);
+      for (const std::string& p : pieces)
+        if (!p.empty()) bpe(p, ids);
     }
-    if (!hit) {
-      run_segment(text.substr(at));
-      break;
-    }
-    std::size_t seg_end = best, next = best + hit->content.size();
-    if (hit->lstrip)
-      while (seg_end > at && std::isspace(static_cast<unsigned char>(text[seg_end - 1]))) --seg_end;
-    if (hit->rstrip)
-      while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next]))) ++next;
-    run_segment(text.substr(at, seg_end - at));
-    first_segment = false;
-    ids->push_back(hit->id);
-    at = next;
-    if (at == text.size()) break;
   }
   if (add_special_tokens) ids->insert(ids->end(), suffix_.begin(), suffix_.end());
   return Status::ok();

@@ -189,6 +189,12 @@ TEST(ModelConfig, FamiliesAreRecognisedWithTheirConventions) {
     "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2})";
   ASSERT_TRUE(parse_model_config(qwen, "config.json", &c).is_ok());
   EXPECT_TRUE(c.qkv_bias);
+  const char* qwen_window = R"({"architectures":["Qwen2ForCausalLM"],"vocab_size":1000,"hidden_size":64,
+    "intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"sliding_window":4096,
+    "use_sliding_window":false})";
+  ModelConfig w;
+  ASSERT_TRUE(parse_model_config(qwen_window, "config.json", &w).is_ok());
+  EXPECT_EQ(w.sliding_window, 0);  // present but switched off
   EXPECT_FALSE(c.o_bias);
   const auto t = expected_tensors(c);
   EXPECT_EQ(t.at("model.layers.1.self_attn.k_proj.bias"), (std::vector<std::int64_t>{32}));

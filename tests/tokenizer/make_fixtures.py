@@ -17,7 +17,7 @@ import sys
 
 try:
     import sentencepiece as spm
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 except ImportError as e:  # the test needs them: say which and how to get them
     sys.exit(f"make_fixtures.py: {e}; install the Python packages with: python3 -m pip install tokenizers sentencepiece")
 
@@ -58,13 +58,26 @@ BAD_BYTES = [b"caf\xc3", b"bad \xff\xfe bytes", b"\xe2\x82 truncated euro", b"\x
              b"overlong \xc0\xaf and surrogate \xed\xa0\x80 end"]
 
 
-def hf_case_texts(special):
-    texts = [(c.encode(), c) for c in CASES]
+EXTRA_ADDED = ["say World now", "WorldWorld World.", "hi\u3000<mask>\u3000there", "hi <mask> there", "<mask>",
+               " \t<mask>\n "]
+LONG = "".join(TRAIN[:8]) * 40  # about 20 KB: one BPE word where nothing splits it
+
+
+def hf_case_texts(special, added=False):
+    texts = [(c.encode(), c) for c in CASES + [LONG]]
     texts += [(b, b.decode("utf-8", errors="replace")) for b in BAD_BYTES]
     for s in special:
         t = f"before {s} after{s}{s}x"
         texts.append((t.encode(), t))
+    if added:
+        texts += [(t.encode(), t) for t in EXTRA_ADDED]
     return texts
+
+
+def add_extra_tokens(t):
+    """A normalized added token and a special one that strips Unicode white space around it."""
+    t.add_tokens([AddedToken("World", normalized=True)])
+    t.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True)])
 
 
 def bpe_trainer(vocab, special, byte_level):
@@ -134,10 +147,11 @@ def make_metaspace():
 
 def hf_fixture(out, name, make):
     t, special = make()
+    add_extra_tokens(t)
     path = os.path.join(out, f"{name}.json")
     t.save(path)
     cases = []
-    for raw, text in hf_case_texts(special):
+    for raw, text in hf_case_texts(special, added=True):
         ids_sp = t.encode(text, add_special_tokens=True).ids
         ids = t.encode(text, add_special_tokens=False).ids
         cases.append(dict(input_hex=raw.hex(), ids=ids, ids_special=ids_sp,
