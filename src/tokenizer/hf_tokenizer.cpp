@@ -115,19 +115,62 @@ class Pattern {
   std::unique_ptr<icu::RegexPattern> re_;
 };
 
-/// Splits `s` at the matches: matches kept as their own pieces (Isolated) or dropped (Removed);
-/// with `invert`, the matches are the pieces and the rest is split off.
-std::vector<std::string> split_by(const Pattern& p, const std::string& s, bool remove, bool invert) {
-  std::vector<std::string> out;
+/// What a split does with the pieces its pattern matches (the library's SplitDelimiterBehavior).
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
+/// Splits `s` at the pattern's matches as the library does: the text is cut into matched and
+/// unmatched runs (swapped with `invert`), then the matched runs are dropped, kept on their own,
+/// joined to the run before or after, or merged with neighbouring matched runs.
+std::vector<std::string> split_by(const Pattern& p, const std::string& s, SplitBehavior behavior, bool invert) {
+  struct Run {
+    std::size_t b, e;
+    bool match;
+  };
+  std::vector<Run> runs;
   std::size_t at = 0;
   for (const auto& [b, e] : p.find_all(s)) {
-    if (b > at && !invert) out.push_back(s.substr(at, b - at));
-    if (b > at && invert && !remove) out.push_back(s.substr(at, b - at));
-    if (!remove || invert) out.push_back(s.substr(b, e - b));
+    if (b > at) runs.push_back({at, b, invert});
+    runs.push_back({b, e, !invert});
     at = e;
   }
-  if (at < s.size() && (!invert || !remove)) out.push_back(s.substr(at));
-  return out;
+  if (at < s.size()) runs.push_back({at, s.size(), invert});
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kRemoved:
+      for (const Run& r : runs)
+        if (!r.match) out.emplace_back(r.b, r.e);
+      break;
+    case SplitBehavior::kIsolated:
+      for (const Run& r : runs) out.emplace_back(r.b, r.e);
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (const Run& r : runs) {
+        if (r.match && !previous_match && !out.empty()) out.back().second = r.e;
+        else out.emplace_back(r.b, r.e);
+        previous_match = r.match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+        if (it->match && !previous_match && !out.empty()) out.back().first = it->b;
+        else out.emplace_back(it->b, it->e);
+        previous_match = it->match;
+      }
+      std::reverse(out.begin(), out.end());
+      break;
+    case SplitBehavior::kContiguous:
+      for (const Run& r : runs) {
+        if (r.match == previous_match && !out.empty()) out.back().second = r.e;
+        else out.emplace_back(r.b, r.e);
+        previous_match = r.match;
+      }
+      break;
+  }
+  std::vector<std::string> pieces;
+  for (const auto& [b, e] : out)
+    if (e > b) pieces.push_back(s.substr(b, e - b));
+  return pieces;
 }
 
 void replace_all(std::string* s, const std::string& from, const std::string& to) {
@@ -267,9 +310,10 @@ struct SequencePre : PreTokenizer {
 };
 struct SplitPre : PreTokenizer {
   std::unique_ptr<Pattern> pattern;
-  bool remove = false, invert = false;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
   void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
-    split_each(p, f, [&](const std::string& s) { return split_by(*pattern, s, remove, invert); });
+    split_each(p, f, [&](const std::string& s) { return split_by(*pattern, s, behavior, invert); });
   }
 };
 struct ByteLevelPre : PreTokenizer {
@@ -279,7 +323,8 @@ struct ByteLevelPre : PreTokenizer {
     split_each(p, f, [&](const std::string& s0) {
       std::string s = s0;
       if (add_prefix_space && !s.empty() && s[0] != ' ') s = " " + s;
-      std::vector<std::string> parts = gpt2 ? split_by(*gpt2, s, false, false) : std::vector<std::string>{s};
+      std::vector<std::string> parts =
+          gpt2 ? split_by(*gpt2, s, SplitBehavior::kIsolated, false) : std::vector<std::string>{s};
       const ByteTable& t = byte_table();
       for (std::string& x : parts) {
         std::string m;
@@ -365,9 +410,18 @@ Status parse_pre_tokenizer(const json& j, const std::string& what, bool* byte_le
     auto s = std::make_unique<SplitPre>();
     const json pat = j.value("pattern", json());
     const std::string behavior = str_field(j, "behavior");
-    if (behavior != "Isolated" && behavior != "Removed")
-      return unsupported(what, fmt::format("Split behavior '{}' is not supported (Isolated, Removed)", behavior));
-    s->remove = behavior == "Removed";
+    static const std::pair<const char*, SplitBehavior> kBehaviors[] = {
+        {"Removed", SplitBehavior::kRemoved},
+        {"Isolated", SplitBehavior::kIsolated},
+        {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+        {"MergedWithNext", SplitBehavior::kMergedWithNext},
+        {"Contiguous", SplitBehavior::kContiguous}};
+    bool known = false;
+    for (const auto& [name, b] : kBehaviors)
+      if (behavior == name) s->behavior = b, known = true;
+    if (!known)
+      return bad(what, fmt::format("Split behavior '{}' is not one of Removed, Isolated, MergedWithPrevious, "
+                                   "MergedWithNext, Contiguous", behavior));
     s->invert = j.value("invert", false);
     if (pat.contains("Regex"))
       TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["Regex"].get<std::string>(), false, what, &s->pattern));

@@ -47,6 +47,7 @@ CASES = [
     "emoji: 😀🎉👍🏽 family 👨‍👩‍👧 flag 🇯🇵 heart ❤️",
     "def f(x):\n    return x**2  # comment",
     "unseen words: xylophone quizzical zephyr, Zürich, Kraków",
+    "a--b---c 12 3x4, y;z... w - - v  -- 7-8",
     "it's they're we've I'm you'll he'd IT'S",
     "",
     " ",
@@ -145,6 +146,22 @@ def make_metaspace():
     return t, ["<s>", "</s>"]
 
 
+def make_splits():
+    """Every Split behavior, inverted too, as Gemma's Split(" ", MergedWithPrevious) and others use them."""
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\s+"), behavior="merged_with_previous"),
+        pre_tokenizers.Split(Regex(r"[0-9]"), behavior="merged_with_next"),
+        pre_tokenizers.Split("-", behavior="contiguous"),
+        pre_tokenizers.Split(Regex(r"[.,;]"), behavior="removed"),
+        pre_tokenizers.Split(Regex(r"\p{L}+"), behavior="isolated", invert=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    t.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>"]
+    t.train_from_iterator(TRAIN + ["a--b---c 12 3x4, y;z... w - - v"] * 20, bpe_trainer(900, special, True))
+    return t, special
+
+
 def hf_fixture(out, name, make):
     t, special = make()
     add_extra_tokens(t)
@@ -183,7 +200,8 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     fixtures = [hf_fixture(out, n, f) for n, f in [("llama3", make_llama3), ("qwen2", make_qwen2), ("llama2", make_llama2),
-                                                   ("gemma", make_gemma), ("metaspace", make_metaspace)]]
+                                                   ("gemma", make_gemma), ("metaspace", make_metaspace),
+                                                   ("splits", make_splits)]]
     fixtures.append(sp_fixture(out))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(fixtures, f, indent=1, ensure_ascii=False)
