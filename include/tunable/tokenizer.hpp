@@ -10,6 +10,7 @@
 // subsequence, as Python's decode(errors="replace") does) before tokenizing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,11 +49,50 @@ class TokenStreamer {
  public:
   TokenStreamer(const Tokenizer& tokenizer, bool skip_special_tokens)
       : tok_(tokenizer), skip_special_(skip_special_tokens) {}
-  Status push(std::int32_t id, std::string* text);
+
+  // The text of the ids since prefix_ is decoded twice, up to read_ and up to the newest id; what
+  // the second adds to the first is new (both start at the same token, so a decoder rule about the
+  // first token - a stripped leading space - cancels out). Defined here (it needs only the
+  // tokenizer's virtual decode) so that programs loading the tokenizer library at run time can
+  // stream too.
+  Status push(std::int32_t id, std::string* text) {
+    text->clear();
+    if (id < 0 || id >= tok_.vocab_size()) return Status::ok();
+    ids_.push_back(id);
+    std::string old_text, new_text;
+    Status st = window(&old_text, &new_text);
+    if (!st.is_ok()) return st;
+    // Hold back while the newest text ends in U+FFFD (a character whose bytes span tokens decodes
+    // to it until its last byte arrives) or does not extend the old one.
+    static const std::string kReplacement = "\xEF\xBF\xBD";
+    const bool pending = new_text.size() >= kReplacement.size() &&
+                         new_text.compare(new_text.size() - kReplacement.size(), kReplacement.size(), kReplacement) == 0;
+    if (pending || new_text.size() <= old_text.size() || new_text.compare(0, old_text.size(), old_text) != 0)
+      return Status::ok();
+    *text = new_text.substr(old_text.size());
+    prefix_ = read_;
+    read_ = ids_.size();
+    return Status::ok();
+  }
   /// The rest, at the end of generation (an incomplete character becomes U+FFFD).
-  Status finish(std::string* text);
+  Status finish(std::string* text) {
+    text->clear();
+    std::string old_text, new_text;
+    Status st = window(&old_text, &new_text);
+    if (!st.is_ok()) return st;
+    if (new_text.size() > old_text.size() && new_text.compare(0, old_text.size(), old_text) == 0)
+      *text = new_text.substr(old_text.size());
+    prefix_ = read_ = ids_.size();
+    return Status::ok();
+  }
 
  private:
+  Status window(std::string* old_text, std::string* new_text) const {
+    const std::vector<std::int32_t> all(ids_.begin() + static_cast<std::ptrdiff_t>(prefix_), ids_.end());
+    const std::vector<std::int32_t> before(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(read_ - prefix_));
+    Status st = tok_.decode(before, skip_special_, old_text);
+    return st.is_ok() ? tok_.decode(all, skip_special_, new_text) : st;
+  }
   const Tokenizer& tok_;
   bool skip_special_;
   std::vector<std::int32_t> ids_;
@@ -61,3 +101,10 @@ class TokenStreamer {
 };
 
 }  // namespace tunable
+
+extern "C" {
+/// Tokenizer::load_dir as a C symbol, for programs that load libtunable_tokenizer.so at run time
+/// (dlopen) so that they start without ICU and SentencePiece installed: 0 and *out (delete it),
+/// or a StatusCode value with the Status's message in err (NUL-terminated, truncated to err_len).
+int tunable_tokenizer_load_dir(const char* dir, tunable::Tokenizer** out, char* err, std::size_t err_len);
+}

@@ -312,6 +312,20 @@ TEST(CliFailures, TheEngineRefusesUnsupportedModelsAndAMissingGpuByName) {
   CliRun r = run_cli({"generate", "--model", dir.path(), "--prompt-ids", "1,2"});
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(has(r, "head_dim 4 is not supported by the attention kernels (64, 128, 256)")) << r.out;
+  // A text prompt goes through the tokenizer library (loaded at run time) first: the model's
+  // refusal after it shows the text was tokenized.
+  test::write_text(dir.file("tokenizer.json"), R"({"model":{"type":"BPE","vocab":{"h":0,"i":1,"hi":2},
+    "merges":["h i"]},"added_tokens":[]})");
+  r = run_cli({"generate", "--model", dir.path(), "--prompt", "hi"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "head_dim 4 is not supported")) << r.out;
+  test::write_text(dir.file("tokenizer.json"), "{broken");
+  r = run_cli({"generate", "--model", dir.path(), "--prompt", "hi"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "tokenizer.json: not valid JSON")) << r.out;
+  r = run_cli({"generate", "--model", dir.path(), "--prompt", "hi"},
+              {"TUNABLE_TOKENIZER_LIBRARY=/nonexistent/libtunable_tokenizer.so"});
+  EXPECT_EQ(r.code, 1) << r.out;
   // A supported model with the GPU hidden: a CUDA error that says so, no crash.
   test::TempDir ok;
   write_model(ok.path(), R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":64,

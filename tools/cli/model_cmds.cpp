@@ -1,5 +1,6 @@
 // `tunable generate` and `tunable bench-model`: the decode engine from the command line.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -63,6 +64,41 @@ EngineOptions engine_options(const ModelRunArgs& a, int max_batch, std::int64_t 
   return o;
 }
 
+/// The model directory's tokenizer through libtunable_tokenizer.so, loaded now rather than linked,
+/// so that the command starts on machines without ICU and SentencePiece and only text prompts need
+/// them: TUNABLE_TOKENIZER_LIBRARY, else next to the build tree's or an install's libraries.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
+  using Load = int (*)(const char*, Tokenizer**, char*, std::size_t);
+  std::vector<std::string> candidates;
+  if (const char* p = std::getenv("TUNABLE_TOKENIZER_LIBRARY")) candidates.push_back(p);
+  const std::string exe = executable_path();
+  const std::string exe_dir = exe.substr(0, exe.find_last_of('/') == std::string::npos ? 0 : exe.find_last_of('/'));
+  if (!exe_dir.empty()) {
+    candidates.push_back(exe_dir + "/../libtunable_tokenizer.so");
+    candidates.push_back(exe_dir + "/../lib/libtunable_tokenizer.so");
+  }
+  candidates.push_back("libtunable_tokenizer.so");
+  std::string why;
+  for (const std::string& c : candidates) {
+    void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = ::dlerror();
+      if (why.empty() || (e && std::string(e).find("No such file") == std::string::npos)) why = e ? e : c;
+      continue;
+    }
+    auto load = reinterpret_cast<Load>(::dlsym(h, "tunable_tokenizer_load_dir"));
+    if (load == nullptr) throw Error(StatusCode::kInternal, fmt::format("{} lacks tunable_tokenizer_load_dir", c));
+    Tokenizer* t = nullptr;
+    char err[2048] = {0};
+    if (const int code = load(dir.c_str(), &t, err, sizeof err); code != 0) throw Error(static_cast<StatusCode>(code), err);
+    return std::unique_ptr<Tokenizer>(t);  // the library stays loaded for the process
+  }
+  throw Error(StatusCode::kNotSupported,
+              fmt::format("text prompts need libtunable_tokenizer.so (ICU and SentencePiece), which did not load ({}); "
+                          "give --prompt-ids instead",
+                          why));
+}
+
 std::size_t device_free(int device) {
   std::size_t free = 0, total = 0;
   if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess ||
@@ -83,7 +119,7 @@ int run_generate(const GenerateArgs& a) {
   if (!a.prompt_ids.empty()) {
     prompt = parse_ids(a.prompt_ids);
   } else {
-    throw_if_error(Tokenizer::load_dir(a.run.model, &tok));
+    tok = load_tokenizer(a.run.model);
     throw_if_error(tok->encode(a.prompt, true, &prompt));
     if (prompt.empty()) throw Error(StatusCode::kInvalidArgument, "--prompt: the text gives no tokens");
   }
