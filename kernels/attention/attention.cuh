@@ -76,6 +76,14 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv
 
 inline constexpr int kDecodeAttnThreads = 128;
 
+/// The decode kernel's static shared memory at most (combine weights and sums, per-head max and
+/// sum, the new key and value at 4 bytes an element, flags): the opt-in limit covers it and the
+/// dynamic part together.
+inline constexpr std::size_t decode_attention_static_smem_bound(int head_dim) {
+  return 2 * sizeof(float) * kMaxAttnGroup * kMaxAttnSplits + 2 * sizeof(float) * kMaxAttnGroup +
+         2 * 4 * static_cast<std::size_t>(head_dim) + 64;
+}
+
 /// Dynamic shared memory of a decode launch: rotated queries and the span's scores per head.
 inline std::size_t decode_attention_smem(int heads_per_block, int head_dim, int chunk_cap) {
   return static_cast<std::size_t>(heads_per_block) * (head_dim + chunk_cap) * sizeof(float);

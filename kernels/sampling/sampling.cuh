@@ -123,15 +123,21 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(ArgmaxParams<T> 
 
 inline constexpr int kSampleThreads = 1024;
 
+/// The sampling settings, read from device memory so that one captured decode graph serves every
+/// temperature, top-k, top-p and seed (the host writes them before a generation).
+struct SamplingSettings {
+  float inv_temperature;  ///< > 0
+  int top_k;              ///< 0: off
+  float top_p;            ///< 1: off
+  unsigned long long seed;
+};
+
 template <class T>
 struct SampleParams {
   const T* logits;
   std::int64_t stride;
   int vocab;
-  float inv_temperature;  ///< > 0
-  int top_k;              ///< 0: off
-  float top_p;            ///< 1: off
-  unsigned long long seed;
+  const SamplingSettings* settings;
   const int* positions;   ///< [rows]: the Philox offset, so each step of a sequence draws afresh
   StepAdvance advance;
 };
@@ -165,7 +171,8 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleParams<T> 
   pdl_wait();
   const int row = blockIdx.x;
   const T* x = p.logits + row * p.stride;
-  const float inv_t = p.inv_temperature;
+  const SamplingSettings set = *p.settings;
+  const float inv_t = set.inv_temperature;
   // Each thread owns a contiguous range (in index order, for the prefix walk at the end).
   const int per = (p.vocab + blockDim.x - 1) / blockDim.x;
   const int j0 = min(p.vocab, static_cast<int>(threadIdx.x) * per), j1 = min(p.vocab, j0 + per);
@@ -196,17 +203,17 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleParams<T> 
   };
   unsigned thr = 0;  // keep logits with key >= thr
   const unsigned top = float_key(mx);
-  if (p.top_k > 0 && p.top_k < p.vocab) {
+  if (set.top_k > 0 && set.top_k < p.vocab) {
     unsigned lo = 0, hi = top;  // count(>= lo) >= k holds; find the largest such key
     while (lo < hi) {
       const unsigned mid = lo + (hi - lo + 1) / 2;
-      if (count_at_least(mid) >= static_cast<unsigned>(p.top_k)) lo = mid;
+      if (count_at_least(mid) >= static_cast<unsigned>(set.top_k)) lo = mid;
       else hi = mid - 1;
     }
     thr = lo;
   }
-  if (p.top_p < 1.f) {
-    const float target = p.top_p * mass_at_least(thr);
+  if (set.top_p < 1.f) {
+    const float target = set.top_p * mass_at_least(thr);
     unsigned lo = thr, hi = top;
     while (lo < hi) {
       const unsigned mid = lo + (hi - lo + 1) / 2;
@@ -247,7 +254,7 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleParams<T> 
   __shared__ int chosen_s, last_kept_s;
   if (threadIdx.x == 0) {
     curandStatePhilox4_32_10_t rng;
-    curand_init(p.seed, static_cast<unsigned long long>(row), static_cast<unsigned long long>(p.positions[row]), &rng);
+    curand_init(set.seed, static_cast<unsigned long long>(row), static_cast<unsigned long long>(p.positions[row]), &rng);
     u_s = curand_uniform(&rng) * total;  // (0, total]
     chosen_s = -1;
     last_kept_s = -1;

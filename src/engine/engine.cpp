@@ -29,6 +29,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "cuda/cuda_util.hpp"
 #include "engine/engine_kernels.hpp"
 #include "model/model_dir.hpp"
 #include "tunable/context.hpp"
@@ -77,14 +78,6 @@ struct Layer {
   const void* mlp_norm = nullptr;
 };
 
-/// RAII device allocation.
-struct DeviceBuffer {
-  void* p = nullptr;
-  ~DeviceBuffer() {
-    if (p) (void)cudaFree(p);
-  }
-};
-
 float bf16_to_float(std::uint16_t b) {
   const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
   float f;
@@ -100,15 +93,14 @@ std::uint16_t float_to_bf16(float f) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
+/// A captured decode step: the batch, greedy or sampled (the settings themselves are read from
+/// device memory), and the kernel kinds it holds.
 struct GraphKey {
   int rows;
-  float temperature, top_p;
-  int top_k;
-  std::uint64_t seed;
+  bool sampled;
   unsigned kinds;
   bool operator<(const GraphKey& o) const {
-    return std::tie(rows, temperature, top_p, top_k, seed, kinds) <
-           std::tie(o.rows, o.temperature, o.top_p, o.top_k, o.seed, o.kinds);
+    return std::tie(rows, sampled, kinds) < std::tie(o.rows, o.sampled, o.kinds);
   }
 };
 
@@ -126,6 +118,7 @@ class Engine::Impl {
   }
 
   Status load(const std::string& dir, const EngineOptions& o);
+  int device() const { return opts_.device; }
   Status generate(const std::vector<std::vector<std::int32_t>>& prompts, const GenerateParams& params,
                   const std::function<bool(const std::vector<std::int32_t>&)>& on_step, GenerateStats* stats);
   Status prompt_logits(const std::vector<std::int32_t>& prompt, std::vector<float>* logits);
@@ -193,6 +186,7 @@ class Engine::Impl {
   float *inv_freq_ = nullptr, *part_acc_ = nullptr, *part_ml_ = nullptr, *argmax_val_ = nullptr;
   int* argmax_idx_ = nullptr;
   unsigned *attn_counters_ = nullptr, *argmax_counters_ = nullptr;
+  engine::SampleSettings* sampling_ = nullptr;  ///< the sampler's settings, written per generation
 
   // Host staging (pinned): weight upload chunks, then small int arrays and token read-back.
   char* host_ = nullptr;
@@ -201,7 +195,7 @@ class Engine::Impl {
   std::vector<cudaEvent_t> events_;
 
   std::map<GraphKey, cudaGraphExec_t> graphs_;
-  std::map<int, bool> warmed_;  // decode row counts run eagerly once (tuned, workspaces allocated)
+  std::map<std::pair<int, bool>, bool> warmed_;  // (rows, sampled) run eagerly once (tuned, allocated)
 };
 
 // ---- loading ---------------------------------------------------------------------------------------
@@ -275,7 +269,8 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   info_.eos_token_ids = m.tokens.eos;
   info_.bos_token_id = m.tokens.bos;
 
-  TUNABLE_CUDA_CHECK(cudaSetDevice(o.device));
+  DeviceGuard guard;  // after the file checks, which need no GPU; the caller's device is restored
+  TUNABLE_RETURN_IF_ERROR(guard.set(o.device));
   cudaDeviceProp prop{};
   TUNABLE_CUDA_CHECK(cudaGetDeviceProperties(&prop, o.device));
   sm_count_ = prop.multiProcessorCount;
@@ -333,6 +328,7 @@ Status Engine::Impl::plan_memory() {
   b += align_up(hd_ / 2 * 4);
   b += align_up(B * nq_ * max_splits_ * hd_ * 4) + align_up(B * nq_ * max_splits_ * 2 * 4);
   b += align_up(B * engine::kArgmaxBlocks * 4) * 2 + align_up(B * nq_ * 4) + align_up(B * 4);
+  b += align_up(sizeof(engine::SampleSettings));
   info_.buffer_bytes = b;
 
   // Everything must fit next to the runtime's own needs (cuBLAS handles and workspaces, tuning
@@ -350,25 +346,20 @@ Status Engine::Impl::plan_memory() {
                               opts_.max_batch, max_seq_, format_bytes(info_.buffer_bytes), format_bytes(kReserve),
                               opts_.device, format_bytes(free_now)));
   auto alloc = [&](DeviceBuffer* d, std::size_t bytes, const char* what) {
-    const cudaError_t e = cudaMalloc(&d->p, bytes);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      d->p = nullptr;
-      return Status(StatusCode::kCudaError,
-                    fmt::format("out of GPU memory allocating the {} ({}): {}", what, format_bytes(bytes),
-                                cuda_error_text(e)));
-    }
+    const Status st = d->allocate(bytes);
+    if (!st.is_ok())
+      return Status(st.code(), fmt::format("out of GPU memory allocating the {}: {}", what, st.message()));
     return Status::ok();
   };
   TUNABLE_RETURN_IF_ERROR(alloc(&weights_mem_, w, "weights"));
   TUNABLE_RETURN_IF_ERROR(alloc(&kv_mem_, info_.kv_cache_bytes, "KV cache"));
   TUNABLE_RETURN_IF_ERROR(alloc(&buf_mem_, b, "buffers"));
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(kv_mem_.p, 0, info_.kv_cache_bytes, stream_));
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(buf_mem_.p, 0, b, stream_));
-  k_cache_ = static_cast<char*>(kv_mem_.p);
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(kv_mem_.get(), 0, info_.kv_cache_bytes, stream_));
+  TUNABLE_CUDA_CHECK(cudaMemsetAsync(buf_mem_.get(), 0, b, stream_));
+  k_cache_ = static_cast<char*>(kv_mem_.get());
   v_cache_ = k_cache_ + layer_cache_bytes_ * L;
 
-  char* cur = static_cast<char*>(buf_mem_.p);
+  char* cur = static_cast<char*>(buf_mem_.get());
   auto take = [&](std::size_t bytes) {
     char* p = cur;
     cur += align_up(bytes);
@@ -398,7 +389,8 @@ Status Engine::Impl::plan_memory() {
   argmax_idx_ = reinterpret_cast<int*>(take(B * engine::kArgmaxBlocks * 4));
   attn_counters_ = reinterpret_cast<unsigned*>(take(B * nq_ * 4));  // per (sequence, KV head, head chunk)
   argmax_counters_ = reinterpret_cast<unsigned*>(take(B * 4));
-  if (cur > static_cast<char*>(buf_mem_.p) + b) return Status(StatusCode::kInternal, "engine buffer plan overflows");
+  sampling_ = reinterpret_cast<engine::SampleSettings*>(take(sizeof(engine::SampleSettings)));
+  if (cur > static_cast<char*>(buf_mem_.get()) + b) return Status(StatusCode::kInternal, "engine buffer plan overflows");
 
   // RoPE frequencies as Hugging Face computes them (fp32), with llama3's scaling when configured.
   std::vector<float> inv(hd_ / 2);
@@ -466,7 +458,7 @@ Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, c
 }
 
 Status Engine::Impl::upload_weights(const model::ModelDir& m) {
-  char* cur = static_cast<char*>(weights_mem_.p);
+  char* cur = static_cast<char*>(weights_mem_.get());
   auto place = [&](std::int64_t r, std::int64_t c) {
     char* p = cur;
     cur += align_up(static_cast<std::size_t>(r * c) * esize_);
@@ -527,7 +519,7 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     TUNABLE_RETURN_IF_ERROR(upload(m, "lm_head.weight", lm, vocab_ * h_));
     lm_head_ = Linear{lm, nullptr, vocab_, h_};
   }
-  if (cur > static_cast<char*>(weights_mem_.p) + info_.weight_bytes)
+  if (cur > static_cast<char*>(weights_mem_.get()) + info_.weight_bytes)
     return Status(StatusCode::kInternal, "engine weight plan overflows");
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -637,15 +629,15 @@ Status Engine::Impl::choose_tokens(const void* logits, int rows, const SamplingP
     return launch_status(engine::launch_argmax(elem_, logits, vocab_, static_cast<int>(vocab_), rows, argmax_val_,
                                                argmax_idx_, argmax_counters_, ids_, positions_, stream_),
                          "greedy token choice");
-  engine::SampleArgs a{s.temperature, s.top_k, s.top_p, static_cast<unsigned long long>(s.seed)};
-  return launch_status(engine::launch_sample(elem_, logits, vocab_, static_cast<int>(vocab_), rows, a, ids_, positions_, stream_),
+  return launch_status(engine::launch_sample(elem_, logits, vocab_, static_cast<int>(vocab_), rows, sampling_, ids_,
+                                             positions_, stream_),
                        "token sampling");
 }
 
 // ---- decode steps and graphs ----------------------------------------------------------------------
 
 Status Engine::Impl::warm_decode(int rows, const SamplingParams& s) {
-  if (warmed_[rows]) return Status::ok();
+  if (warmed_[{rows, s.temperature > 0.f}]) return Status::ok();
   // One eager step tunes every problem of this batch size (when tuning) and allocates what the
   // runtime needs, so that the capture after it finds everything in place. It writes cache row 0
   // of the first `rows` sequences and sets their ids and positions, all of which a prefill rewrites.
@@ -657,12 +649,12 @@ Status Engine::Impl::warm_decode(int rows, const SamplingParams& s) {
   p.decode = true;
   TUNABLE_RETURN_IF_ERROR(forward(p, kAllKinds, &s));
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  warmed_[rows] = true;
+  warmed_[{rows, s.temperature > 0.f}] = true;
   return Status::ok();
 }
 
 Status Engine::Impl::graph_for(int rows, const SamplingParams& s, unsigned kinds, cudaGraphExec_t* out) {
-  const GraphKey key{rows, s.temperature, s.top_p, s.top_k, s.seed, kinds};
+  const GraphKey key{rows, s.temperature > 0.f, kinds};
   if (auto it = graphs_.find(key); it != graphs_.end()) {
     *out = it->second;
     return Status::ok();
@@ -730,11 +722,12 @@ Status Engine::Impl::check_prompts(const std::vector<std::vector<std::int32_t>>&
   for (std::size_t b = 0; b < prompts.size(); ++b) {
     const auto& p = prompts[b];
     if (p.empty()) return Status(StatusCode::kInvalidArgument, fmt::format("prompt {} is empty", b));
-    if (static_cast<std::int64_t>(p.size()) + max_new > max_seq_)
+    // The last token chosen is never run through the model: prompt + new - 1 positions are cached.
+    if (static_cast<std::int64_t>(p.size()) + max_new - 1 > max_seq_)
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("prompt {} has {} tokens; with {} new tokens that is {} positions, more than the "
-                                "{} the KV cache holds (max_seq_len)",
-                                b, p.size(), max_new, p.size() + max_new, max_seq_));
+                    fmt::format("prompt {} has {} tokens; with {} new tokens the KV cache needs {} positions, more "
+                                "than the {} it holds (max_seq_len)",
+                                b, p.size(), max_new, p.size() + max_new - 1, max_seq_));
     for (std::size_t i = 0; i < p.size(); ++i)
       if (p[i] < 0 || p[i] >= vocab_)
         return Status(StatusCode::kInvalidArgument,
@@ -846,6 +839,12 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
     return Status(StatusCode::kInvalidArgument, fmt::format("top_p must be in (0, 1] (got {})", s.top_p));
   TUNABLE_RETURN_IF_ERROR(check_prompts(prompts, params.max_new_tokens));
   const int B = static_cast<int>(prompts.size());
+  if (s.temperature > 0.f) {
+    // Read by the sampler in every step; the graphs stay the same for any settings.
+    engine::SampleSettings set{1.f / s.temperature, s.top_k, s.top_p, static_cast<unsigned long long>(s.seed)};
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(sampling_, &set, sizeof set, cudaMemcpyHostToDevice, stream_));
+    TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `set` lives on this stack
+  }
   // Tune and capture before the prefill: the warm-up step writes cache rows the prefill rewrites.
   if (opts_.cuda_graphs) {
     cudaGraphExec_t g = nullptr;
@@ -869,14 +868,15 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
   // runs.
   constexpr int kRing = 8;
   int* slots = reinterpret_cast<int*>(host_);  // the first half is free once the weights are up
-  std::vector<cudaEvent_t> ready(kRing);
-  for (auto& e : ready) TUNABLE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  std::vector<cudaEvent_t> ready(kRing, nullptr);
   struct Cleanup {
     std::vector<cudaEvent_t>& v;
     ~Cleanup() {
-      for (cudaEvent_t e : v) (void)cudaEventDestroy(e);
+      for (cudaEvent_t e : v)
+        if (e) (void)cudaEventDestroy(e);
     }
-  } cleanup{ready};
+  } cleanup{ready};  // before the events exist: a failed creation frees the ones made
+  for (auto& e : ready) TUNABLE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   auto enqueue_copy = [&](int step) -> Status {
     TUNABLE_CUDA_CHECK(cudaMemcpyAsync(slots + (step % kRing) * B, ids_, B * sizeof(int), cudaMemcpyDeviceToHost, stream_));
     TUNABLE_CUDA_CHECK(cudaEventRecord(ready[step % kRing], stream_));
@@ -1021,16 +1021,24 @@ Status Engine::load(const std::string& model_dir, const EngineOptions& options, 
 
 const ModelInfo& Engine::info() const { return impl_->info_; }
 
+// Every entry point makes the engine's device current for its calls (a caller's thread may have
+// another one current, or none set yet) and restores the caller's afterwards.
 Status Engine::generate(const std::vector<std::vector<std::int32_t>>& prompts, const GenerateParams& params,
                         const std::function<bool(const std::vector<std::int32_t>&)>& on_step, GenerateStats* stats) {
+  DeviceGuard guard;
+  TUNABLE_RETURN_IF_ERROR(guard.set(impl_->device()));
   return impl_->generate(prompts, params, on_step, stats);
 }
 
 Status Engine::prompt_logits(const std::vector<std::int32_t>& prompt, std::vector<float>* logits) {
+  DeviceGuard guard;
+  TUNABLE_RETURN_IF_ERROR(guard.set(impl_->device()));
   return impl_->prompt_logits(prompt, logits);
 }
 
 Status Engine::benchmark(int batch, int prompt_len, int new_tokens, int runs, BenchResult* out) {
+  DeviceGuard guard;
+  TUNABLE_RETURN_IF_ERROR(guard.set(impl_->device()));
   return impl_->benchmark(batch, prompt_len, new_tokens, runs, out);
 }
 

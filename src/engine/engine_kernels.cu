@@ -34,16 +34,13 @@ cudaError_t by_head_dim(int d, Fn&& fn) {
   return cudaErrorInvalidValue;
 }
 
-/// Raises a kernel's dynamic shared memory limit once to what this launch needs (above 48 KiB a
-/// kernel must opt in).
+/// Raises a kernel's dynamic shared memory limit to what this launch needs (above 48 KiB a kernel
+/// must opt in). The attribute is per device, so it is set on every such launch (a host call of a
+/// microsecond, outside any stream) rather than remembered per process.
 template <class Kernel>
 cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
-  static std::size_t allowed = 0;  // per instantiation of this function, i.e. per kernel type
-  if (bytes <= allowed) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (e == cudaSuccess) allowed = bytes;
-  return e;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
 }  // namespace
@@ -69,7 +66,8 @@ cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* d
 int max_decode_splits() { return k::kMaxAttnSplits; }
 int max_heads_per_block() { return k::kMaxAttnGroup; }
 std::size_t decode_attention_smem_bytes(const AttnShape& s, const DecodeAttnArgs& plan) {
-  return k::decode_attention_smem(plan.heads_per_block, s.head_dim, plan.chunk_cap);
+  return k::decode_attention_smem(plan.heads_per_block, s.head_dim, plan.chunk_cap) +
+         k::decode_attention_static_smem_bound(s.head_dim);
 }
 
 bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan) {
@@ -85,12 +83,15 @@ bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t 
   n = std::min({n, 32, s.max_seq});
   const int min_chunk = std::max(16, 4 * hpb);
   auto cap_of = [&](int splits) { return std::max((s.max_seq + splits - 1) / splits, min_chunk); };
-  while (k::decode_attention_smem(hpb, s.head_dim, cap_of(n)) > max_smem && n < k::kMaxAttnSplits) ++n;
+  // The opt-in limit covers static and dynamic shared memory together.
+  const std::size_t static_bytes = k::decode_attention_static_smem_bound(s.head_dim);
+  const std::size_t budget = max_smem > static_bytes ? max_smem - static_bytes : 0;
+  while (k::decode_attention_smem(hpb, s.head_dim, cap_of(n)) > budget && n < k::kMaxAttnSplits) ++n;
   plan->splits = n;
   plan->chunk_cap = cap_of(n);
   plan->min_chunk = min_chunk;
   plan->heads_per_block = hpb;
-  return k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap) <= max_smem;
+  return k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap) <= budget;
 }
 
 cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
@@ -154,12 +155,14 @@ cudaError_t launch_argmax(Elem t, const void* logits, std::int64_t stride, int v
   });
 }
 
-cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, const SampleArgs& a,
-                          int* next_ids, int* positions, cudaStream_t stream) {
+cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int vocab, int rows,
+                          const SampleSettings* settings, int* next_ids, int* positions, cudaStream_t stream) {
+  static_assert(sizeof(SampleSettings) == sizeof(k::SamplingSettings), "sampling settings layouts differ");
   return by_elem(t, [&](auto z) {
     using T = decltype(z);
-    k::SampleParams<T> p{static_cast<const T*>(logits), stride, vocab, 1.f / a.temperature, a.top_k, a.top_p,
-                         a.seed, positions, k::StepAdvance{next_ids, positions}};
+    k::SampleParams<T> p{static_cast<const T*>(logits), stride, vocab,
+                         reinterpret_cast<const k::SamplingSettings*>(settings), positions,
+                         k::StepAdvance{next_ids, positions}};
     return k::launch_kernel(k::sample_kernel<T>, dim3(rows), dim3(k::kSampleThreads), 0, stream, p);
   });
 }

@@ -49,7 +49,7 @@ bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t 
 int max_decode_splits();
 /// The most query heads one decode block holds.
 int max_heads_per_block();
-/// Dynamic shared memory of one decode block of the plan.
+/// Shared memory of one decode block of the plan (dynamic and static together).
 std::size_t decode_attention_smem_bytes(const AttnShape& s, const DecodeAttnArgs& plan);
 
 cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
@@ -75,14 +75,15 @@ inline constexpr int kArgmaxBlocks = 32;
 cudaError_t launch_argmax(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, float* part_val,
                           int* part_idx, unsigned* counters, int* next_ids, int* positions, cudaStream_t stream);
 
-struct SampleArgs {
-  float temperature = 1.f;  ///< > 0
+/// kernels::SamplingSettings' layout: the host fills one in device memory before a generation.
+struct SampleSettings {
+  float inv_temperature = 1.f;  ///< > 0
   int top_k = 0;
   float top_p = 1.f;
   unsigned long long seed = 0;
 };
 
-cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int vocab, int rows, const SampleArgs& a,
-                          int* next_ids, int* positions, cudaStream_t stream);
+cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int vocab, int rows,
+                          const SampleSettings* settings, int* next_ids, int* positions, cudaStream_t stream);
 
 }  // namespace tunable::engine
