@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <cstdint>
 
@@ -468,6 +469,153 @@ __global__ void __launch_bounds__(kPrefillWarps * 32) prefill_attention_kernel(P
     T* o = p.out + (seg.row0 + q0 + qi) * p.out_stride + h * D;
 #pragma unroll
     for (int e = 0; e < kPerLane; ++e) o[lane + 32 * e] = from_float<T>(acc[a][e] / l[a]);
+  }
+}
+
+// ---- prefill on tensor cores ------------------------------------------------------------------------
+
+inline constexpr int kTcQueries = 64;   ///< queries of a block: 16 per warp
+inline constexpr int kTcKeys = 64;      ///< keys per tile
+inline constexpr int kTcWarps = 4;
+
+/// Shared memory of the tensor-core prefill: the query, key and value tiles (T), the tile's scores
+/// (fp32) and probabilities (T), the output accumulators (fp32), per-row max, sum and rescale.
+template <int D>
+inline constexpr std::size_t prefill_tc_smem(std::size_t elem) {
+  return 3 * kTcQueries * D * elem + kTcQueries * kTcKeys * (sizeof(float) + elem) +
+         kTcQueries * D * sizeof(float) + 3 * kTcQueries * sizeof(float);
+}
+
+/// Causal attention of a segment's queries over its sequence's cached keys, FlashAttention-2's loop
+/// on tensor cores (WMMA 16x16x16, fp32 accumulation): a block of four warps takes 64 queries of one
+/// head; per 64-key tile each warp forms its 16 rows of Q K^T, updates their running max and sum
+/// (two lanes a row), rescales its output rows and adds P V. Keys past the last query's position
+/// are never loaded; a row's keys past its own position are masked.
+template <class T, int D>
+__global__ void __launch_bounds__(kTcWarps * 32) prefill_attention_tc_kernel(PrefillAttnParams<T> p) {
+  namespace wmma = nvcuda::wmma;
+  extern __shared__ __align__(128) unsigned char tc_smem[];
+  T* q_s = reinterpret_cast<T*>(tc_smem);                        // [64][D]
+  T* k_s = q_s + kTcQueries * D;                                 // [64][D]
+  T* v_s = k_s + kTcKeys * D;                                    // [64][D]
+  float* s_s = reinterpret_cast<float*>(v_s + kTcKeys * D);      // [64][64]
+  T* p_s = reinterpret_cast<T*>(s_s + kTcQueries * kTcKeys);     // [64][64]
+  float* o_s = reinterpret_cast<float*>(p_s + kTcQueries * kTcKeys);  // [64][D]
+  float* m_s = o_s + kTcQueries * D;                             // [64]
+  float* l_s = m_s + kTcQueries;                                 // [64]
+  float* c_s = l_s + kTcQueries;                                 // [64]: this tile's rescale
+  pdl_launch_dependents();
+  pdl_wait();
+  const PrefillSegment seg = p.segments[blockIdx.z];
+  const int q0 = blockIdx.x * kTcQueries;
+  if (q0 >= seg.len) return;
+  const int h = blockIdx.y, group = p.heads / p.kv_heads, kvh = h / group;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int nq = min(kTcQueries, seg.len - q0);
+  constexpr int kVec = 16 / sizeof(T);
+  using V16 = Vec<T, kVec>;
+  for (int i = threadIdx.x; i < kTcQueries * (D / kVec); i += blockDim.x) {
+    const int r = i / (D / kVec), c = (i - r * (D / kVec)) * kVec;
+    V16 v{};
+    if (r < nq) v = load_vec<V16>(p.qkv + (seg.row0 + q0 + r) * p.qkv_stride + h * D + c);
+    store_vec(q_s + r * D + c, v);
+  }
+  for (int i = threadIdx.x; i < kTcQueries * D; i += blockDim.x) o_s[i] = 0.f;
+  for (int i = threadIdx.x; i < kTcQueries; i += blockDim.x) {
+    m_s[i] = -INFINITY;
+    l_s[i] = 0.f;
+  }
+  const std::int64_t head_base = (static_cast<std::int64_t>(seg.seq) * p.kv_heads + kvh) * p.max_seq * D;
+  const T* kc = p.k_cache + head_base;
+  const T* vc = p.v_cache + head_base;
+  const int keys = seg.pos0 + q0 + nq;  // keys 0 .. the last query's position
+  // Two lanes a row of the warp's 16: lane / 2 is the row, lane % 2 the half of the tile's keys.
+  const int my_row = warp * 16 + (lane >> 1), half = lane & 1;
+  const int qpos = seg.pos0 + q0 + my_row;
+  for (int k0 = 0; k0 < keys; k0 += kTcKeys) {
+    __syncthreads();  // the previous tile is consumed (and the first tile's setup done)
+    for (int i = threadIdx.x; i < kTcKeys * (D / kVec); i += blockDim.x) {
+      const int r = i / (D / kVec), c = (i - r * (D / kVec)) * kVec;
+      V16 kv{}, vv{};
+      if (k0 + r < keys) {
+        kv = load_vec<V16>(kc + static_cast<std::int64_t>(k0 + r) * D + c);
+        vv = load_vec<V16>(vc + static_cast<std::int64_t>(k0 + r) * D + c);
+      }
+      store_vec(k_s + r * D + c, kv);
+      store_vec(v_s + r * D + c, vv);
+    }
+    __syncthreads();
+    // S = Q K^T for the warp's 16 rows.
+#pragma unroll
+    for (int j = 0; j < kTcKeys / 16; ++j) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      wmma::fill_fragment(acc, 0.f);
+#pragma unroll 4
+      for (int kk = 0; kk < D / 16; ++kk) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
+        wmma::load_matrix_sync(a, q_s + warp * 16 * D + kk * 16, D);
+        wmma::load_matrix_sync(b, k_s + j * 16 * D + kk * 16, D);
+        wmma::mma_sync(acc, a, b, acc);
+      }
+      wmma::store_matrix_sync(s_s + warp * 16 * kTcKeys + j * 16, acc, kTcKeys, wmma::mem_row_major);
+    }
+    __syncwarp();
+    // Online softmax of the row's 64 scores: this lane's 32, then its partner's.
+    {
+      float* srow = s_s + my_row * kTcKeys + half * 32;
+      float mx = -INFINITY;
+      for (int c = 0; c < 32; ++c) {
+        const int key = k0 + half * 32 + c;
+        const float v = key <= qpos && key < keys ? srow[c] * p.scale : -INFINITY;
+        srow[c] = v;
+        mx = fmaxf(mx, v);
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      const float m_old = m_s[my_row];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+      T* prow = p_s + my_row * kTcKeys + half * 32;
+      for (int c = 0; c < 32; ++c) {
+        const float e = m_new == -INFINITY ? 0.f : __expf(srow[c] - m_new);
+        prow[c] = from_float<T>(e);
+        sum += e;
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      const float corr = m_old == -INFINITY ? 0.f : __expf(m_old - m_new);
+      __syncwarp();
+      if (half == 0) {
+        m_s[my_row] = m_new;
+        l_s[my_row] = l_s[my_row] * corr + sum;
+        c_s[my_row] = corr;
+      }
+    }
+    __syncwarp();
+    // Rescale the warp's output rows, then O += P V.
+    for (int i = lane; i < 16 * D; i += 32) {
+      const int r = warp * 16 + i / D;
+      o_s[r * D + (i % D)] *= c_s[r];
+    }
+    __syncwarp();
+#pragma unroll 2
+    for (int j = 0; j < D / 16; ++j) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      wmma::load_matrix_sync(acc, o_s + warp * 16 * D + j * 16, D, wmma::mem_row_major);
+#pragma unroll
+      for (int kk = 0; kk < kTcKeys / 16; ++kk) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b;
+        wmma::load_matrix_sync(a, p_s + warp * 16 * kTcKeys + kk * 16, kTcKeys);
+        wmma::load_matrix_sync(b, v_s + kk * 16 * D + j * 16, D);
+        wmma::mma_sync(acc, a, b, acc);
+      }
+      wmma::store_matrix_sync(o_s + warp * 16 * D + j * 16, acc, D, wmma::mem_row_major);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < nq * D; i += blockDim.x) {
+    const int r = i / D, d = i - r * D;
+    p.out[(seg.row0 + q0 + r) * p.out_stride + h * D + d] = from_float<T>(o_s[r * D + d] / l_s[r]);
   }
 }
 

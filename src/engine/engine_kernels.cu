@@ -136,6 +136,18 @@ cudaError_t launch_prefill_attention(Elem t, const AttnShape& s, const void* qkv
       k::PrefillAttnParams<T> p{static_cast<const T*>(qkv), qkv_stride, static_cast<const T*>(k_cache),
                                 static_cast<const T*>(v_cache), reinterpret_cast<const k::PrefillSegment*>(segments),
                                 static_cast<T*>(out), out_stride, s.heads, s.kv_heads, s.max_seq, s.scale};
+      // Tensor cores (WMMA) where the device has them (sm_80+: bf16 and fp16 MMA); the SIMT kernel
+      // otherwise.
+      int dev = 0, major = 0;
+      if (cudaGetDevice(&dev) == cudaSuccess &&
+          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 8) {
+        const std::size_t smem = k::prefill_tc_smem<D>(sizeof(T));
+        if (cudaError_t e = allow_smem(k::prefill_attention_tc_kernel<T, D>, smem); e != cudaSuccess) return e;
+        const int tiles = (max_segment_len + k::kTcQueries - 1) / k::kTcQueries;
+        return k::launch_kernel(k::prefill_attention_tc_kernel<T, D>, dim3(tiles, s.heads, num_segments),
+                                dim3(k::kTcWarps * 32), smem, stream, p);
+      }
+      (void)cudaGetLastError();
       const std::size_t smem = k::prefill_attention_smem<D>(sizeof(T));
       if (cudaError_t e = allow_smem(k::prefill_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
       const int tiles = (max_segment_len + k::kPrefillQueries - 1) / k::kPrefillQueries;
