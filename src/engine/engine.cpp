@@ -287,6 +287,12 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   } catch (const Error& e) {
     return e.status();
   }
+  if (opts_.progress) {
+    // One line per tuned problem (the callback runs on the tuning thread and only prints).
+    ctx_->set_progress_callback([cb = opts_.progress](const TuneProgress& p) {
+      if (p.done == p.total) cb(fmt::format("tuned {} ({} candidates, {:.0f} ms)", p.problem, p.total, p.elapsed_ms));
+    });
+  }
   TUNABLE_RETURN_IF_ERROR(plan_memory());
   TUNABLE_RETURN_IF_ERROR(upload_weights(m));
   return Status::ok();
