@@ -37,6 +37,12 @@ struct EngineOptions {
   int prefill_chunk = 512;
   /// Decode steps as CUDA graphs (one per batch size, captured after its problems are tuned).
   bool cuda_graphs = true;
+  /// FP8 e4m3 weights, quantized at load with one scale per output channel (row amax / 448); every
+  /// linear layer (and a tied embedding table) then reads half the bytes. Each GEMM input is
+  /// quantized per token (the fused norms write it directly) and the GEMM is the rowwise-scaled
+  /// ScaledGemm, so no weight is ever dequantized in memory. Norm weights, the KV cache and the
+  /// activations between GEMMs keep the model's dtype.
+  bool fp8_weights = false;
   /// Tuning runtime options. The engine always looks results up (enabled is forced on); with
   /// `tuning` on, every GEMM and fused-op problem is tuned at its first eager run, before any
   /// capture, and written to the results file for later runs.
@@ -49,7 +55,8 @@ struct EngineOptions {
 struct ModelInfo {
   std::string family;        ///< "llama", "mistral", "qwen2", "gemma"
   std::string architecture;  ///< config.json's, e.g. "LlamaForCausalLM"
-  std::string dtype;         ///< the weights on the GPU: "bf16" or "fp16"
+  std::string dtype;         ///< activations, KV cache and norm weights: "bf16" or "fp16"
+  std::string weights;       ///< the linear layers' weights: dtype, or "fp8e4m3" (per-channel scales)
   std::int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_layers = 0;
   std::int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   std::int64_t max_seq_len = 0;

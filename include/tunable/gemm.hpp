@@ -30,6 +30,16 @@ enum class Epilogue {
   kBiasGelu,  ///< gelu_tanh(... + bias)
 };
 
+/// How kScaledGemm's scale_a and scale_b apply.
+enum class ScaleMode {
+  kTensor,   ///< one float each: C = alpha * scale_a * scale_b * op(A) op(B)
+  /// Outer vectors (PyTorch's rowwise _scaled_mm): scale_a holds m floats, one per row of op(A) (an
+  /// output channel of F.linear's TN GEMM), scale_b n floats, one per column of op(B) (a token):
+  /// C[i][j] = alpha * scale_a[i] * scale_b[j] * (op(A) op(B))[i][j]. Per-channel weight and
+  /// per-token activation scales, what FP8 weights need to keep their accuracy.
+  kRowwise,
+};
+
 struct GemmDesc {
   GemmOp op = GemmOp::kGemm;
   DataType dtype = DataType::kF32;      ///< type of A and B (kTF32: fp32 data, TF32 math)
@@ -46,6 +56,7 @@ struct GemmDesc {
   double alpha = 1.0;
   double beta = 0.0;
   Epilogue epilogue = Epilogue::kNone;  ///< kGemmAndBias: kBias, kBiasRelu or kBiasGelu
+  ScaleMode scale_mode = ScaleMode::kTensor;  ///< kScaledGemm only; kRowwise adds "_rw" to the params signature
 
   /// A plain GEMM with tight leading dimensions for the given transposes.
   static GemmDesc make(DataType dtype, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n,
@@ -57,8 +68,10 @@ struct GemmOperands {
   const void* b = nullptr;
   void* c = nullptr;
   const void* bias = nullptr;       ///< kGemmAndBias / kScaledGemm: m elements of out_dtype
-  const float* scale_a = nullptr;   ///< kScaledGemm: device pointer to one float
-  const float* scale_b = nullptr;   ///< kScaledGemm: device pointer to one float
+  /// kScaledGemm: device pointers to one float each, or to m and n floats (ScaleMode::kRowwise);
+  /// 16-byte aligned
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
 };
 
 /// B's element type: `dtype_b` where set, `dtype` otherwise.

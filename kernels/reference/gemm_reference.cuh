@@ -1,5 +1,6 @@
 // Naive GEMM in double precision: the numerics reference of GPU tuning and tests.
-// C = epilogue(alpha * scale_a * scale_b * op(A) op(B) + beta * C + bias), written as type R
+// C = epilogue(alpha * scale_a * scale_b * op(A) op(B) + beta * C + bias), written as type R (scales
+// one float each, or rowwise: scale_a[i] * scale_b[j])
 // (float or double) into a dense m x n x batch array; 16 x 16 shared-memory tiles.
 #pragma once
 
@@ -19,6 +20,7 @@ struct ReferenceGemmArgs {
   const void* bias;  ///< m elements of TC or null
   const float* scale_a;
   const float* scale_b;
+  bool rowwise;      ///< scale_a holds m floats (per row of C), scale_b n (per column)
   void* out;         ///< dense R[batch][n][m] (column-major per batch)
   std::int64_t m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c, batch;
   bool trans_a, trans_b;
@@ -68,8 +70,8 @@ __device__ __forceinline__ void reference_gemm_tile(const ReferenceGemmArgs& g, 
   }
   if (i >= g.m || j >= g.n) return;
   double scale = g.alpha;
-  if (g.scale_a) scale *= static_cast<double>(*g.scale_a);
-  if (g.scale_b) scale *= static_cast<double>(*g.scale_b);
+  if (g.scale_a) scale *= static_cast<double>(g.scale_a[g.rowwise ? i : 0]);
+  if (g.scale_b) scale *= static_cast<double>(g.scale_b[g.rowwise ? j : 0]);
   double v = scale * acc;
   if (g.beta != 0) v += g.beta * ref_load<TC>(g.c, bt * g.stride_c + i + j * g.ldc);
   if (g.epilogue >= 1) v += ref_load<TC>(g.bias, i);

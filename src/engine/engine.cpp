@@ -57,17 +57,21 @@ enum Kind : unsigned {
   kNormKind = 4,
   kActivationKind = 8,
   kOtherKind = 16,  ///< embedding, row gather, token choice
-  kAllKinds = 31,
+  kQuantKind = 32,  ///< FP8 weights: activation rows quantized before a GEMM (the norms do it themselves)
+  kAllKinds = 63,
 };
 const std::pair<Kind, const char*> kKindNames[] = {{kGemmKind, "gemm"},
                                                    {kAttentionKind, "attention"},
                                                    {kNormKind, "norm"},
                                                    {kActivationKind, "activation"},
-                                                   {kOtherKind, "embed+sample"}};
+                                                   {kOtherKind, "embed+sample"},
+                                                   {kQuantKind, "quantize"}};
 
-/// A weight matrix [out, in] (row-major, as stored) on the GPU.
+/// A weight matrix [out, in] (row-major, as stored) on the GPU; FP8 weights carry one scale per
+/// output row.
 struct Linear {
   const void* w = nullptr;
+  const float* scales = nullptr;
   const void* bias = nullptr;
   std::int64_t out = 0, in = 0;
 };
@@ -138,12 +142,15 @@ class Engine::Impl {
   Status check_supported(const model::ModelConfig& c) const;
   Status plan_memory();
   Status upload_weights(const model::ModelDir& m);
-  Status upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements);
+  Status upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements,
+                std::int64_t row_len = 0, float* row_scales = nullptr);
   void progress(const std::string& s) const {
     if (opts_.progress) opts_.progress(s);
   }
 
   Status linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows);
+  Status quantize(const void* x, std::int64_t x_stride, std::int64_t cols, int rows);
+  Status project_logits(const void* x, int rows);
   Status forward(const Pass& p, unsigned kinds, const SamplingParams* sampling);
   Status choose_tokens(const void* logits, int rows, const SamplingParams& s);
   Status decode_step(int rows, const SamplingParams& s);
@@ -161,6 +168,8 @@ class Engine::Impl {
   Elem elem_ = Elem::kBF16;
   DataType dtype_ = DataType::kBF16;
   std::size_t esize_ = 2;
+  bool fp8_ = false;          ///< FP8 weights (EngineOptions::fp8_weights)
+  std::size_t wsize_ = 2;     ///< bytes of a linear layer's weight element
   int sm_count_ = 0;
   std::size_t max_smem_ = 0;
   std::size_t free_at_start_ = 0;
@@ -172,8 +181,10 @@ class Engine::Impl {
 
   // Device memory
   DeviceBuffer weights_mem_, kv_mem_, buf_mem_;
+  DeviceBuffer stage_dev_;  ///< FP8 weights, while loading: chunks on their way to quantization
   std::vector<Layer> layers_;
   const void* embed_ = nullptr;
+  const float* embed_scales_ = nullptr;  ///< FP8 weights with a tied table: the table is e4m3
   const void* final_norm_ = nullptr;
   Linear lm_head_;
   char* k_cache_ = nullptr;
@@ -181,6 +192,8 @@ class Engine::Impl {
   std::size_t layer_cache_bytes_ = 0;
   void *R_ = nullptr, *X_ = nullptr, *QKV_ = nullptr, *ATT_ = nullptr, *A_ = nullptr, *GU_ = nullptr,
        *ACT_ = nullptr, *D_ = nullptr, *LIN_ = nullptr, *LOGITS_ = nullptr;
+  void* Q8_ = nullptr;      ///< FP8 weights: the next GEMM's input rows in e4m3 ...
+  float* S8_ = nullptr;     ///< ... and their per-token scales
   int *ids_ = nullptr, *tok_pos_ = nullptr, *tok_seq_ = nullptr, *positions_ = nullptr, *gather_ = nullptr;
   engine::Segment* segments_ = nullptr;
   float *inv_freq_ = nullptr, *part_acc_ = nullptr, *part_ml_ = nullptr, *argmax_val_ = nullptr;
@@ -244,6 +257,8 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   const auto stored = m.tensors.begin()->second.second->dtype;
   elem_ = stored == model::StDtype::kF16 ? Elem::kF16 : Elem::kBF16;  // F32 checkpoints run in bf16
   dtype_ = elem_ == Elem::kF16 ? DataType::kF16 : DataType::kBF16;
+  fp8_ = o.fp8_weights;
+  wsize_ = fp8_ ? 1 : esize_;
   h_ = cfg_.hidden_size;
   inter_ = cfg_.intermediate_size;
   vocab_ = cfg_.vocab_size;
@@ -257,6 +272,7 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   info_.family = model::family_name(cfg_.family);
   info_.architecture = cfg_.architecture;
   info_.dtype = elem_ == Elem::kF16 ? "fp16" : "bf16";
+  info_.weights = fp8_ ? "fp8e4m3" : info_.dtype;
   info_.vocab_size = vocab_;
   info_.hidden_size = h_;
   info_.intermediate_size = inter_;
@@ -315,9 +331,15 @@ Status Engine::Impl::plan_memory() {
   // Weights.
   std::size_t w = 0;
   auto mat = [&](std::int64_t r, std::int64_t c) { return align_up(static_cast<std::size_t>(r * c) * esize_); };
-  const std::size_t per_layer = mat(qkv_dim_, h_) + (cfg_.qkv_bias ? mat(qkv_dim_, 1) : 0) + mat(h_, nq_ * hd_) +
-                                (cfg_.o_bias ? mat(h_, 1) : 0) + mat(2 * inter_, h_) + mat(h_, inter_) + 2 * mat(h_, 1);
-  w = per_layer * L + mat(vocab_, h_) + mat(h_, 1) + (cfg_.tie_word_embeddings ? 0 : mat(vocab_, h_));
+  // A linear layer's weight: in the model's dtype, or e4m3 plus one fp32 scale per row.
+  auto lin = [&](std::int64_t r, std::int64_t c) {
+    return fp8_ ? align_up(static_cast<std::size_t>(r * c)) + align_up(static_cast<std::size_t>(r) * 4) : mat(r, c);
+  };
+  const std::size_t per_layer = lin(qkv_dim_, h_) + (cfg_.qkv_bias ? mat(qkv_dim_, 1) : 0) + lin(h_, nq_ * hd_) +
+                                (cfg_.o_bias ? mat(h_, 1) : 0) + lin(2 * inter_, h_) + lin(h_, inter_) + 2 * mat(h_, 1);
+  // A tied table is also the output projection (e4m3 with FP8 weights); an untied one is only
+  // gathered from and stays in the model's dtype.
+  w = per_layer * L + (cfg_.tie_word_embeddings ? lin(vocab_, h_) : mat(vocab_, h_) + lin(vocab_, h_)) + mat(h_, 1);
   info_.weight_bytes = w;
 
   // KV cache.
@@ -335,6 +357,8 @@ Status Engine::Impl::plan_memory() {
   b += align_up(B * nq_ * max_splits_ * hd_ * 4) + align_up(B * nq_ * max_splits_ * 2 * 4);
   b += align_up(B * engine::kArgmaxBlocks * 4) * 2 + align_up(B * nq_ * 4) + align_up(B * 4);
   b += align_up(sizeof(engine::SampleSettings));
+  const std::int64_t widest_in = std::max({h_, nq_ * hd_, inter_});
+  if (fp8_) b += align_up(T * static_cast<std::size_t>(widest_in)) + align_up(T * 4);
   info_.buffer_bytes = b;
 
   // Everything must fit next to the runtime's own needs (cuBLAS handles and workspaces, tuning
@@ -396,6 +420,10 @@ Status Engine::Impl::plan_memory() {
   attn_counters_ = reinterpret_cast<unsigned*>(take(B * nq_ * 4));  // per (sequence, KV head, head chunk)
   argmax_counters_ = reinterpret_cast<unsigned*>(take(B * 4));
   sampling_ = reinterpret_cast<engine::SampleSettings*>(take(sizeof(engine::SampleSettings)));
+  if (fp8_) {
+    Q8_ = take(T * static_cast<std::size_t>(widest_in));
+    S8_ = reinterpret_cast<float*>(take(T * 4));
+  }
   if (cur > static_cast<char*>(buf_mem_.get()) + b) return Status(StatusCode::kInternal, "engine buffer plan overflows");
 
   // RoPE frequencies as Hugging Face computes them (fp32), with llama3's scaling when configured.
@@ -427,8 +455,11 @@ Status Engine::Impl::plan_memory() {
 
 /// Copies tensor `name` (elements as the configuration expects) to dst in the engine's dtype,
 /// converting fp32 checkpoints to bf16 on the host, through the pinned staging buffer in halves so
-/// that the host fills one while the other is copied.
-Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements) {
+/// that the host fills one while the other is copied. With `row_scales`, the tensor is a weight of
+/// rows of `row_len` elements stored as e4m3: each chunk (whole rows) lands in the device staging
+/// buffer and is quantized from there into dst, one scale per row into row_scales.
+Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements,
+                            std::int64_t row_len, float* row_scales) {
   const auto it = m.tensors.find(name);
   if (it == m.tensors.end()) return Status(StatusCode::kInternal, fmt::format("tensor '{}' vanished", name));
   const model::StTensor& t = *it->second.second;
@@ -437,7 +468,14 @@ Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, c
   const unsigned char* src = it->second.first->data(t);
   const std::size_t in_size = model::st_size(t.dtype);
   const std::size_t half = host_bytes_ / 2;
-  const std::size_t per_chunk = half / esize_;
+  const bool quantized = row_scales != nullptr;
+  std::size_t per_chunk = half / esize_;
+  if (quantized) {
+    if (row_len <= 0 || elements % row_len != 0 || static_cast<std::size_t>(row_len) > per_chunk ||
+        stage_dev_.size() < host_bytes_)
+      return Status(StatusCode::kInternal, fmt::format("tensor '{}': no FP8 upload plan for rows of {}", name, row_len));
+    per_chunk = per_chunk / static_cast<std::size_t>(row_len) * static_cast<std::size_t>(row_len);
+  }
   static int turn = 0;
   for (std::int64_t e0 = 0; e0 < elements; e0 += static_cast<std::int64_t>(per_chunk)) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(per_chunk, elements - e0));
@@ -456,8 +494,20 @@ Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, c
     } else {
       std::memcpy(stage, s, n * esize_);
     }
-    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<std::size_t>(e0) * esize_, stage, n * esize_,
-                                       cudaMemcpyHostToDevice, stream_));
+    if (quantized) {
+      // The event below also guards this device half: the next chunk through it waits for the
+      // quantization that reads it.
+      char* dstage = stage_dev_.as<char>() + (stage - host_);
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dstage, stage, n * esize_, cudaMemcpyHostToDevice, stream_));
+      const std::int64_t r0 = e0 / row_len, rows = static_cast<std::int64_t>(n) / row_len;
+      TUNABLE_RETURN_IF_ERROR(launch_status(
+          engine::launch_quantize_rows(elem_, dstage, row_len, dst + e0, row_len, row_scales + r0,
+                                       static_cast<int>(rows), static_cast<int>(row_len), 256, stream_),
+          "weight quantization"));
+    } else {
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<std::size_t>(e0) * esize_, stage, n * esize_,
+                                         cudaMemcpyHostToDevice, stream_));
+    }
     TUNABLE_CUDA_CHECK(cudaEventRecord(ev, stream_));
   }
   return Status::ok();
@@ -470,17 +520,40 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     cur += align_up(static_cast<std::size_t>(r * c) * esize_);
     return p;
   };
+  // A linear layer's weight [r, c] (and with FP8 weights its r scales after it).
+  auto place_linear = [&](std::int64_t r, std::int64_t c) {
+    Linear l;
+    l.out = r;
+    l.in = c;
+    l.w = cur;
+    cur += align_up(static_cast<std::size_t>(r * c) * wsize_);
+    if (fp8_) {
+      l.scales = reinterpret_cast<const float*>(cur);
+      cur += align_up(static_cast<std::size_t>(r) * 4);
+    }
+    return l;
+  };
+  // Rows [row0, row0 + rows) of linear `l` from tensor `name`.
+  auto fill = [&](const Linear& l, const std::string& name, std::int64_t row0, std::int64_t rows) {
+    char* dst = static_cast<char*>(const_cast<void*>(l.w)) + static_cast<std::size_t>(row0 * l.in) * wsize_;
+    float* sc = fp8_ ? const_cast<float*>(l.scales) + row0 : nullptr;
+    return upload(m, name, dst, rows * l.in, l.in, sc);
+  };
+  if (fp8_) {
+    const Status st = stage_dev_.allocate(host_bytes_);
+    if (!st.is_ok())
+      return Status(st.code(), fmt::format("out of GPU memory allocating the FP8 load staging: {}", st.message()));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t qd = nq_ * hd_, kvd = nkv_ * hd_;
   layers_.resize(static_cast<std::size_t>(cfg_.num_layers));
   for (std::int64_t l = 0; l < cfg_.num_layers; ++l) {
     const std::string p = fmt::format("model.layers.{}.", l);
     Layer& L = layers_[l];
-    char* qkv = place(qkv_dim_, h_);
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.q_proj.weight", qkv, qd * h_));
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.k_proj.weight", qkv + qd * h_ * esize_, kvd * h_));
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.v_proj.weight", qkv + (qd + kvd) * h_ * esize_, kvd * h_));
-    L.qkv = Linear{qkv, nullptr, qkv_dim_, h_};
+    L.qkv = place_linear(qkv_dim_, h_);
+    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.q_proj.weight", 0, qd));
+    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.k_proj.weight", qd, kvd));
+    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.v_proj.weight", qd + kvd, kvd));
     if (cfg_.qkv_bias) {
       char* b = place(qkv_dim_, 1);
       TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.q_proj.bias", b, qd));
@@ -488,21 +561,18 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
       TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.v_proj.bias", b + (qd + kvd) * esize_, kvd));
       L.qkv.bias = b;
     }
-    char* o = place(h_, qd);
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.o_proj.weight", o, h_ * qd));
-    L.o = Linear{o, nullptr, h_, qd};
+    L.o = place_linear(h_, qd);
+    TUNABLE_RETURN_IF_ERROR(fill(L.o, p + "self_attn.o_proj.weight", 0, h_));
     if (cfg_.o_bias) {
       char* b = place(h_, 1);
       TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.o_proj.bias", b, h_));
       L.o.bias = b;
     }
-    char* gu = place(2 * inter_, h_);
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "mlp.gate_proj.weight", gu, inter_ * h_));
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "mlp.up_proj.weight", gu + inter_ * h_ * esize_, inter_ * h_));
-    L.gate_up = Linear{gu, nullptr, 2 * inter_, h_};
-    char* dn = place(h_, inter_);
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "mlp.down_proj.weight", dn, h_ * inter_));
-    L.down = Linear{dn, nullptr, h_, inter_};
+    L.gate_up = place_linear(2 * inter_, h_);
+    TUNABLE_RETURN_IF_ERROR(fill(L.gate_up, p + "mlp.gate_proj.weight", 0, inter_));
+    TUNABLE_RETURN_IF_ERROR(fill(L.gate_up, p + "mlp.up_proj.weight", inter_, inter_));
+    L.down = place_linear(h_, inter_);
+    TUNABLE_RETURN_IF_ERROR(fill(L.down, p + "mlp.down_proj.weight", 0, h_));
     char* n1 = place(h_, 1);
     char* n2 = place(h_, 1);
     TUNABLE_RETURN_IF_ERROR(upload(m, p + "input_layernorm.weight", n1, h_));
@@ -512,47 +582,78 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     if ((l + 1) % 4 == 0 || l + 1 == cfg_.num_layers)
       progress(fmt::format("loaded layer {}/{}", l + 1, cfg_.num_layers));
   }
-  char* emb = place(vocab_, h_);
-  TUNABLE_RETURN_IF_ERROR(upload(m, "model.embed_tokens.weight", emb, vocab_ * h_));
-  embed_ = emb;
+  if (cfg_.tie_word_embeddings) {
+    lm_head_ = place_linear(vocab_, h_);
+    TUNABLE_RETURN_IF_ERROR(fill(lm_head_, "model.embed_tokens.weight", 0, vocab_));
+    embed_ = lm_head_.w;
+    embed_scales_ = lm_head_.scales;
+  } else {
+    char* emb = place(vocab_, h_);
+    TUNABLE_RETURN_IF_ERROR(upload(m, "model.embed_tokens.weight", emb, vocab_ * h_));
+    embed_ = emb;
+    lm_head_ = place_linear(vocab_, h_);
+    TUNABLE_RETURN_IF_ERROR(fill(lm_head_, "lm_head.weight", 0, vocab_));
+  }
   char* fn = place(h_, 1);
   TUNABLE_RETURN_IF_ERROR(upload(m, "model.norm.weight", fn, h_));
   final_norm_ = fn;
-  if (cfg_.tie_word_embeddings) {
-    lm_head_ = Linear{emb, nullptr, vocab_, h_};
-  } else {
-    char* lm = place(vocab_, h_);
-    TUNABLE_RETURN_IF_ERROR(upload(m, "lm_head.weight", lm, vocab_ * h_));
-    lm_head_ = Linear{lm, nullptr, vocab_, h_};
-  }
   if (cur > static_cast<char*>(weights_mem_.get()) + info_.weight_bytes)
     return Status(StatusCode::kInternal, "engine weight plan overflows");
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  stage_dev_.reset();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  progress(fmt::format("weights on cuda:{}: {} in {:.1f} s", opts_.device, format_bytes(info_.weight_bytes), s));
+  progress(fmt::format("weights on cuda:{}: {} in {:.1f} s{}", opts_.device, format_bytes(info_.weight_bytes), s,
+                       fp8_ ? " (linear layers in FP8 e4m3, per-channel scales)" : ""));
   return Status::ok();
 }
 
 // ---- the forward pass -----------------------------------------------------------------------------
 
+/// y = x W^T (+ bias). With FP8 weights x must be Q8_'s e4m3 rows, whose per-token scales S8_ and
+/// the weight's per-channel scales the rowwise ScaledGemm applies.
 Status Engine::Impl::linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride,
                             int rows) {
-  GemmDesc d = GemmDesc::make(dtype_, Transpose::kT, Transpose::kN, l.out, rows, l.in);
+  GemmDesc d = GemmDesc::make(fp8_ ? DataType::kF8E4M3 : dtype_, Transpose::kT, Transpose::kN, l.out, rows, l.in);
   d.lda = l.in;
   d.ldb = x_stride;
   d.ldc = y_stride;
   GemmOperands ops{l.w, x, y, nullptr, nullptr, nullptr};
+  if (fp8_) {
+    d.op = GemmOp::kScaledGemm;
+    d.out_dtype = dtype_;
+    d.scale_mode = ScaleMode::kRowwise;
+    ops.scale_a = l.scales;
+    ops.scale_b = S8_;
+  }
   if (l.bias) {
-    d.op = GemmOp::kGemmAndBias;
+    if (!fp8_) d.op = GemmOp::kGemmAndBias;
     d.epilogue = Epilogue::kBias;
     ops.bias = l.bias;
   }
   return gemm(*ctx_, d, ops, stream_);
 }
 
+/// FP8 weights: rows of x (the model's dtype) into Q8_ (e4m3, stride cols) and S8_.
+Status Engine::Impl::quantize(const void* x, std::int64_t x_stride, std::int64_t cols, int rows) {
+  return launch_status(engine::launch_quantize_rows(elem_, x, x_stride, Q8_, cols, S8_, rows, static_cast<int>(cols),
+                                                    1024, stream_),
+                       "activation quantization");
+}
+
+/// LOGITS_ = output projection of `rows` normalized rows x ([rows, hidden], the model's dtype).
+Status Engine::Impl::project_logits(const void* x, int rows) {
+  if (!fp8_) return linear(lm_head_, x, h_, LOGITS_, vocab_, rows);
+  TUNABLE_RETURN_IF_ERROR(quantize(x, h_, h_, rows));
+  return linear(lm_head_, Q8_, h_, LOGITS_, vocab_, rows);
+}
+
 Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams* sampling) {
   const bool g = kinds & kGemmKind, at = kinds & kAttentionKind, nm = kinds & kNormKind,
-             ac = kinds & kActivationKind, ot = kinds & kOtherKind;
+             ac = kinds & kActivationKind, ot = kinds & kOtherKind, qt = fp8_ && (kinds & kQuantKind);
+  // FP8 weights: the norms write the next GEMM's input as e4m3 rows with per-token scales (Q8_,
+  // S8_); the attention and activation outputs are quantized by their own launch.
+  const Fp8Output norm_out = fp8_ ? Fp8Output::dynamic_per_token(S8_) : Fp8Output::none();
+  void* const Xn = fp8_ ? Q8_ : X_;
   const int T = p.rows;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const NormWeight conv = cfg_.gemma_norm ? NormWeight::kGemma : NormWeight::kLlama;
@@ -564,19 +665,21 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
       const float s = static_cast<float>(std::sqrt(static_cast<double>(h_)));
       scale = elem_ == Elem::kF16 ? __half2float(__float2half_rn(s)) : bf16_to_float(float_to_bf16(s));
     }
-    TUNABLE_RETURN_IF_ERROR(launch_status(engine::launch_embed(elem_, ids_, embed_, R_, T, static_cast<int>(h_), scale, stream_),
-                                          "embedding lookup"));
+    TUNABLE_RETURN_IF_ERROR(launch_status(
+        embed_scales_ ? engine::launch_embed_fp8(elem_, ids_, embed_, embed_scales_, R_, T, static_cast<int>(h_), scale, stream_)
+                      : engine::launch_embed(elem_, ids_, embed_, R_, T, static_cast<int>(h_), scale, stream_),
+        "embedding lookup"));
   }
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     if (nm) {
       if (l == 0)
-        TUNABLE_RETURN_IF_ERROR(rms_norm(*ctx_, X_, R_, L.attn_norm, T, h_, h_, h_, eps, dtype_, conv, stream_));
+        TUNABLE_RETURN_IF_ERROR(rms_norm(*ctx_, Xn, R_, L.attn_norm, T, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
       else
         TUNABLE_RETURN_IF_ERROR(
-            fused_add_rms_norm(*ctx_, X_, D_, R_, L.attn_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
+            fused_add_rms_norm(*ctx_, Xn, D_, R_, L.attn_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
     }
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.qkv, X_, h_, QKV_, qkv_dim_, T));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.qkv, Xn, h_, QKV_, qkv_dim_, T));
     if (at) {
       char* kc = k_cache_ + layer_cache_bytes_ * l;
       char* vc = v_cache_ + layer_cache_bytes_ * l;
@@ -606,13 +709,18 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
             "prefill attention"));
       }
     }
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.o, ATT_, nq_ * hd_, A_, h_, T));
+    if (qt) TUNABLE_RETURN_IF_ERROR(quantize(ATT_, nq_ * hd_, nq_ * hd_, T));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.o, fp8_ ? Q8_ : ATT_, nq_ * hd_, A_, h_, T));
     if (nm)
-      TUNABLE_RETURN_IF_ERROR(fused_add_rms_norm(*ctx_, X_, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, X_, h_, GU_, 2 * inter_, T));
+      TUNABLE_RETURN_IF_ERROR(
+          fused_add_rms_norm(*ctx_, Xn, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, Xn, h_, GU_, 2 * inter_, T));
     if (ac) TUNABLE_RETURN_IF_ERROR(act_and_mul(*ctx_, ACT_, GU_, T, inter_, 2 * inter_, inter_, dtype_, act, stream_));
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.down, ACT_, inter_, D_, h_, T));
+    if (qt) TUNABLE_RETURN_IF_ERROR(quantize(ACT_, inter_, inter_, T));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.down, fp8_ ? Q8_ : ACT_, inter_, D_, h_, T));
   }
+  // The final norm keeps the model's dtype: prefill gathers its rows, prompt_logits projects them
+  // in groups.
   if (nm) TUNABLE_RETURN_IF_ERROR(fused_add_rms_norm(*ctx_, X_, D_, R_, final_norm_, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
   if (p.logits_all) return Status::ok();  // the caller runs the output projection in groups
   const void* lin = X_;
@@ -625,7 +733,8 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
                                             "last-row gather"));
     lin = LIN_;
   }
-  if (g) TUNABLE_RETURN_IF_ERROR(linear(lm_head_, lin, h_, LOGITS_, vocab_, n));
+  if (qt) TUNABLE_RETURN_IF_ERROR(quantize(lin, h_, h_, n));
+  if (g) TUNABLE_RETURN_IF_ERROR(linear(lm_head_, fp8_ ? Q8_ : lin, h_, LOGITS_, vocab_, n));
   if (ot && sampling) TUNABLE_RETURN_IF_ERROR(choose_tokens(LOGITS_, n, *sampling));
   return Status::ok();
 }
@@ -806,8 +915,7 @@ Status Engine::Impl::prefill(const std::vector<std::vector<std::int32_t>>& promp
     if (logits_all) {
       for (int r0 = 0; r0 < T; r0 += logit_rows_cap_) {
         const int n = std::min(logit_rows_cap_, T - r0);
-        TUNABLE_RETURN_IF_ERROR(linear(lm_head_, static_cast<char*>(X_) + static_cast<std::size_t>(r0) * h_ * esize_,
-                                       h_, LOGITS_, vocab_, n));
+        TUNABLE_RETURN_IF_ERROR(project_logits(static_cast<char*>(X_) + static_cast<std::size_t>(r0) * h_ * esize_, n));
         const std::size_t at = logits->size();
         logits->resize(at + static_cast<std::size_t>(n) * vocab_);
         TUNABLE_RETURN_IF_ERROR(copy_logits_to_host(n, logits->data() + at));
@@ -866,7 +974,7 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
   std::vector<int> last(B);
   for (int b = 0; b < B; ++b) last[b] = static_cast<int>(prompts[b].size()) - 1;
   TUNABLE_RETURN_IF_ERROR(upload_ints(last, positions_));
-  TUNABLE_RETURN_IF_ERROR(linear(lm_head_, LIN_, h_, LOGITS_, vocab_, B));
+  TUNABLE_RETURN_IF_ERROR(project_logits(LIN_, B));
   TUNABLE_RETURN_IF_ERROR(choose_tokens(LOGITS_, B, s));
   TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
 
@@ -993,6 +1101,7 @@ Status Engine::Impl::benchmark(int batch, int prompt_len, int new_tokens, int ru
   out->kind_ms_per_step.clear();
   SamplingParams greedy;
   for (const auto& [kind, name] : kKindNames) {
+    if (kind == kQuantKind && !fp8_) continue;
     std::vector<int> pos(batch, static_cast<int>(mean_pos));
     TUNABLE_RETURN_IF_ERROR(upload_ints(pos, positions_));
     cudaGraphExec_t g = nullptr;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/attention/attention.cuh"
+#include "kernels/model/quant.cuh"
 #include "kernels/model/rows.cuh"
 #include "kernels/sampling/sampling.cuh"
 
@@ -51,6 +52,27 @@ cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, i
     using T = decltype(z);
     k::EmbedParams<T> p{ids, static_cast<const T*>(table), static_cast<T*>(out), hidden, scale};
     return k::launch_kernel(k::embed_kernel<T>, dim3(rows), dim3(256), 0, stream, p);
+  });
+}
+
+cudaError_t launch_quantize_rows(Elem t, const void* x, std::int64_t x_stride, void* out, std::int64_t out_stride,
+                                 float* scales, int rows, int cols, int threads, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::QuantRowsParams<T> p{static_cast<const T*>(x), static_cast<k::fp8_e4m3*>(out), scales, x_stride, out_stride,
+                            cols};
+    return k::launch_kernel(k::quantize_rows_kernel<T>, dim3(rows), dim3(threads), 0, stream, p);
+  });
+}
+
+cudaError_t launch_embed_fp8(Elem t, const int* ids, const void* table, const float* row_scales, void* out, int rows,
+                             int hidden, float scale, cudaStream_t stream) {
+  return by_elem(t, [&](auto z) {
+    using T = decltype(z);
+    k::EmbedFp8Params<T> p{ids, static_cast<const k::fp8_e4m3*>(table), row_scales, static_cast<T*>(out), hidden,
+                           scale};
+    return k::launch_kernel(k::embed_fp8_kernel<T>, dim3(rows), dim3(256), 0, stream, p);
   });
 }
 

@@ -13,6 +13,13 @@ enum class Elem { kBF16, kF16 };
 
 cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, int rows, int hidden, float scale,
                          cudaStream_t stream);
+/// FP8 e4m3 rows with one scale each (x ~= out * scales[r]): weights at load (per output
+/// channel, `threads` 256), activations before a GEMM (per token, 1024). cols, strides multiples of 8.
+cudaError_t launch_quantize_rows(Elem t, const void* x, std::int64_t x_stride, void* out, std::int64_t out_stride,
+                                 float* scales, int rows, int cols, int threads, cudaStream_t stream);
+/// launch_embed over an e4m3 table with per-row scales.
+cudaError_t launch_embed_fp8(Elem t, const int* ids, const void* table, const float* row_scales, void* out, int rows,
+                             int hidden, float scale, cudaStream_t stream);
 cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* dst, int n, int hidden,
                                cudaStream_t stream);
 

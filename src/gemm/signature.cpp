@@ -91,6 +91,7 @@ Status validate(const GemmDesc& d) {
     if (d.epilogue != Epilogue::kNone && d.epilogue != Epilogue::kBias)
       return Status(StatusCode::kNotSupported, "ScaledGemm supports no epilogue or a bias only");
   } else {
+    if (d.scale_mode != ScaleMode::kTensor) return bad("rowwise scales need GemmOp::kScaledGemm");
     if (b_type(d) != d.dtype)
       return Status(StatusCode::kNotSupported,
                     fmt::format("A and B must have one type outside ScaledGemm (A {}, B {})",
@@ -172,6 +173,7 @@ std::string params_signature(const GemmDesc& d) {
   std::string s = fmt::format("{}{}_{}_{}_{}", to_char(d.transa), to_char(d.transb), d.m, d.n, d.k);
   if (d.op == GemmOp::kGemmStridedBatched) s += fmt::format("_B_{}", d.batch);
   s += fmt::format("_ld_{}_{}_{}", d.lda, d.ldb, d.ldc);
+  if (d.scale_mode == ScaleMode::kRowwise) s += "_rw";
   s += epilogue_suffix(d.epilogue);
   return s;
 }
@@ -190,7 +192,7 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
       "([A-Za-z0-9_]+?)_([NT])([NT])$");
   static const std::regex ps_re(
       "^([nt])([nt])_(\\d{1,10})_(\\d{1,10})_(\\d{1,10})(?:_B_(\\d{1,10}))?"
-      "(?:_ld_(\\d{1,10})_(\\d{1,10})_(\\d{1,10}))?(?:_ep_(bias|relu|gelu))?$");
+      "(?:_ld_(\\d{1,10})_(\\d{1,10})_(\\d{1,10}))?(_rw)?(?:_ep_(bias|relu|gelu))?$");
   std::smatch om, pm;
   if (!std::regex_match(op_sig, om, op_re))
     return Status(StatusCode::kParseError, fmt::format("'{}' is not a GEMM op signature", op_sig));
@@ -250,7 +252,13 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
     d.stride_c = span(d.ldc, d.m, d.n);
   }
   if (pm[10].matched) {
-    const std::string e = pm[10];
+    if (d.op != GemmOp::kScaledGemm)
+      return Status(StatusCode::kParseError,
+                    fmt::format("'{}': the _rw (rowwise scales) field goes with ScaledGemm only", params_sig));
+    d.scale_mode = ScaleMode::kRowwise;
+  }
+  if (pm[11].matched) {
+    const std::string e = pm[11];
     d.epilogue = e == "bias" ? Epilogue::kBias : e == "relu" ? Epilogue::kBiasRelu : Epilogue::kBiasGelu;
   }
   Status st = validate(d);
@@ -269,7 +277,7 @@ ProblemKey gemm_key(const GemmArgs& a) {
                     static_cast<std::int64_t>(d.out_dtype), to_char(d.transa), to_char(d.transb),
                     d.m, d.n, d.k, d.lda, d.ldb, d.ldc, d.batch, d.stride_a, d.stride_b,
                     d.stride_c, static_cast<std::int64_t>(d.epilogue),
-                    static_cast<std::int64_t>(b_type(d)), 0, 0, 0};
+                    static_cast<std::int64_t>(b_type(d)), static_cast<std::int64_t>(d.scale_mode), 0, 0};
 }
 
 Tolerance gemm_tolerance(const GemmDesc& d) {

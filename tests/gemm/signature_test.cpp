@@ -42,6 +42,7 @@ GemmDesc variant(int i) {
       if (i % 3 == 1) d.dtype_b = i % 2 ? DataType::kF8E5M2 : DataType::kF8E4M3;  // mixed fp8
       d.out_dtype = DataType::kBF16;
       d.epilogue = i % 3 ? Epilogue::kBias : Epilogue::kNone;
+      if (i % 8 == 7) d.scale_mode = ScaleMode::kRowwise;
       break;
   }
   return d;
@@ -91,6 +92,32 @@ TEST(GemmSignature, MixedFp8TypesAreNamedAndKeyed) {
   half8.dtype_b = DataType::kBF16;
   EXPECT_EQ(validate(half8).code(), StatusCode::kNotSupported);
   EXPECT_NE(validate(half8).message().find("for B"), std::string::npos) << validate(half8).message();
+}
+
+TEST(GemmSignature, RowwiseScalesAreNamedKeyedAndScaledGemmOnly) {
+  GemmDesc d = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 4096, 8, 2048);
+  d.op = GemmOp::kScaledGemm;
+  d.out_dtype = DataType::kBF16;
+  GemmDesc rw = d;
+  rw.scale_mode = ScaleMode::kRowwise;
+  ASSERT_TRUE(validate(rw).is_ok()) << validate(rw).to_string();
+  EXPECT_EQ(params_signature(rw), "tn_4096_8_2048_ld_2048_2048_4096_rw");
+  EXPECT_EQ(params_signature(d), "tn_4096_8_2048_ld_2048_2048_4096");  // per-tensor files unchanged
+  EXPECT_NE(gemm_key({rw, {}}), gemm_key({d, {}}));
+  rw.epilogue = Epilogue::kBias;
+  EXPECT_EQ(params_signature(rw), "tn_4096_8_2048_ld_2048_2048_4096_rw_ep_bias");
+  GemmDesc back;
+  ASSERT_TRUE(parse_gemm_signature(op_signature(rw), params_signature(rw), &back).is_ok());
+  EXPECT_EQ(back.scale_mode, ScaleMode::kRowwise);
+  EXPECT_EQ(back.epilogue, Epilogue::kBias);
+  // Rowwise scales belong to ScaledGemm: refused elsewhere, in a descriptor and in a file.
+  GemmDesc plain = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 64, 8, 64);
+  plain.scale_mode = ScaleMode::kRowwise;
+  EXPECT_EQ(validate(plain).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(validate(plain).message().find("ScaledGemm"), std::string::npos) << validate(plain).message();
+  const Status st = parse_gemm_signature("GemmTunableOp_BFloat16_TN", "tn_64_8_64_ld_64_64_64_rw", &back);
+  EXPECT_EQ(st.code(), StatusCode::kParseError);
+  EXPECT_NE(st.message().find("_rw"), std::string::npos) << st.message();
 }
 
 TEST(GemmSignature, ParsesOldSignatureWithoutLd) {

@@ -185,6 +185,7 @@ struct GpuCase {
   double alpha, beta;
   Epilogue ep;
   std::optional<DataType> dtype_b{};  ///< ScaledGemm with mixed fp8 inputs
+  bool rowwise = false;               ///< ScaledGemm with per-row (m) and per-column (n) scales
   std::string name() const {
     static const char* ops[] = {"gemm", "batched", "bias", "scaled"};
     static const char* eps[] = {"", "_bias", "_relu", "_gelu"};
@@ -192,7 +193,7 @@ struct GpuCase {
                                    : short_name(dtype);
     return fmt::format("{}_{}_{}_{}{}_{}x{}x{}_pad{}_b{}{}{}", ops[static_cast<int>(op)], in,
                        short_name(out), to_char(ta), to_char(tb), m, n, k, pad, batch,
-                       beta != 0 ? "_beta" : "", eps[static_cast<int>(ep)]);
+                       beta != 0 ? "_beta" : "", eps[static_cast<int>(ep)]) + (rowwise ? "_rw" : "");
   }
   GemmDesc desc() const {
     GemmDesc d = GemmDesc::make(dtype, ta, tb, m, n, k);
@@ -205,6 +206,7 @@ struct GpuCase {
     d.beta = beta;
     d.epilogue = ep;
     d.dtype_b = dtype_b;
+    if (rowwise) d.scale_mode = ScaleMode::kRowwise;
     if (op == GemmOp::kGemmStridedBatched) {
       d.batch = batch;
       d.stride_a = span(d.lda, a_rows(d), a_cols(d)) + 8;
@@ -225,7 +227,14 @@ struct Problem {
   GemmDesc d;
   HostMatrix a, b, c, bias;
   std::vector<double> ref;  // dense m x n x batch
-  float scales[8] = {0.5f, 0, 0, 0, 1.5f, 0, 0, 0};  // scale_b 16 bytes after scale_a
+  // Tensor scales: scale_a, then scale_b 16 bytes later. Rowwise: m floats, padding to 16 bytes,
+  // n floats, each a different value in [0.5, 2).
+  std::vector<float> scales{0.5f, 0, 0, 0, 1.5f, 0, 0, 0};
+  std::size_t scale_b_at = 4;
+  double scale_of(std::int64_t i, std::int64_t j) const {
+    return static_cast<double>(scales[d.scale_mode == ScaleMode::kRowwise ? i : 0]) *
+           scales[scale_b_at + (d.scale_mode == ScaleMode::kRowwise ? j : 0)];
+  }
 
   static std::size_t count_a(const GemmDesc& d) { return d.stride_a * (d.batch - 1) + span(d.lda, a_rows(d), a_cols(d)); }
   static std::size_t count_b(const GemmDesc& d) { return d.stride_b * (d.batch - 1) + span(d.ldb, b_rows(d), b_cols(d)); }
@@ -235,7 +244,12 @@ struct Problem {
       : d(desc), a(d.dtype, count_a(d), rng), b(b_type(d), count_b(d), rng), c(d.out_dtype, count_c(d), rng),
         bias(d.out_dtype, d.m, rng) {
     ref.resize(d.m * d.n * d.batch);
-    const double scale = d.alpha * (d.op == GemmOp::kScaledGemm ? double(scales[0]) * scales[4] : 1.0);
+    if (d.scale_mode == ScaleMode::kRowwise) {
+      scale_b_at = (static_cast<std::size_t>(d.m) + 3) / 4 * 4;
+      scales.assign(scale_b_at + d.n, 0.f);
+      std::uniform_real_distribution<float> u(0.5f, 2.f);
+      for (float& f : scales) f = u(rng);
+    }
     for (std::int64_t bt = 0; bt < d.batch; ++bt)
       for (std::int64_t j = 0; j < d.n; ++j)
         for (std::int64_t i = 0; i < d.m; ++i) {
@@ -245,7 +259,7 @@ struct Problem {
             const double bv = b.at(bt * d.stride_b + (d.transb == Transpose::kN ? p + j * d.ldb : j + p * d.ldb));
             acc += av * bv;
           }
-          double v = scale * acc;
+          double v = d.alpha * (d.op == GemmOp::kScaledGemm ? scale_of(i, j) : 1.0) * acc;
           if (d.beta != 0) v += d.beta * c.at(bt * d.stride_c + i + j * d.ldc);
           if (d.epilogue != Epilogue::kNone) v += bias.at(i);
           if (d.epilogue == Epilogue::kBiasRelu) v = std::max(v, 0.0);
@@ -281,13 +295,13 @@ struct Problem {
     ASSERT_TRUE(dc.allocate(image.size()).is_ok());
     ASSERT_EQ(cudaMemcpy(dc.get(), image.data(), image.size(), cudaMemcpyHostToDevice), cudaSuccess);
     DeviceBuffer sc;
-    ASSERT_TRUE(sc.allocate(sizeof scales).is_ok());
-    ASSERT_EQ(cudaMemcpy(sc.get(), scales, sizeof scales, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_TRUE(sc.allocate(scales.size() * sizeof(float)).is_ok());
+    ASSERT_EQ(cudaMemcpy(sc.get(), scales.data(), scales.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
     GemmOperands ops{da.ptr, db.ptr, dc.as<char>() + off.c};
     if (d.epilogue != Epilogue::kNone) ops.bias = dbias.ptr;
     if (d.op == GemmOp::kScaledGemm) {
       ops.scale_a = sc.as<float>();
-      ops.scale_b = sc.as<float>() + 4;
+      ops.scale_b = sc.as<float>() + scale_b_at;
     }
     const Status st = gemm(ctx, d, ops, nullptr);
     if (misaligned_ok && st.code() == StatusCode::kMisaligned) return;
@@ -409,6 +423,20 @@ std::vector<GpuCase> gpu_cases() {
     for (DataType out : {DataType::kBF16, DataType::kF16})
       for (Epilogue ep : {Epilogue::kNone, Epilogue::kBias})
         v.push_back({GemmOp::kScaledGemm, a8, out, T, N, 256, 40, 512, 0, 1, 1.0, 0.0, ep, b8});
+  // Rowwise scales (FP8 weights with per-channel scales, per-token activations): cuBLASLt's outer
+  // vectors at prefill sizes, the skinny kernels' epilogue at decode sizes, with a bias.
+  for (Epilogue ep : {Epilogue::kNone, Epilogue::kBias})
+    for (std::int64_t tokens : {1, 8, 512}) {
+      GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 2048, tokens, 1024, 0, 1, 1.0, 0.0, ep};
+      c.rowwise = true;
+      v.push_back(c);
+    }
+  {
+    GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 4096, 4, 2048, 0, 1, 1.0, 0.0,
+              Epilogue::kNone};
+    c.rowwise = true;
+    v.push_back(c);
+  }
   // Decode-like shapes (y = x W^T): the skinny kernels' territory.
   for (std::int64_t tokens : {1, 8, 16, 33, 64})
     for (DataType dt : {DataType::kBF16, DataType::kF16})

@@ -68,6 +68,7 @@ struct ModelRunArgs {
   bool tune = false;          ///< tune every problem before capture, into the results file
   std::string file;           ///< results file (default: TUNABLE_FILENAME, else tunable_results.csv)
   bool no_graphs = false;
+  bool fp8 = false;
   int prefill_chunk = 512;    ///< rows per prefill pass
 };
 

@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
     c->add_option("--prefill-chunk", m.prefill_chunk, "rows per prefill forward pass (longer prompts take several)")
         ->check(CLI::Range(16, 16384))->capture_default_str();
     c->add_flag("--no-graphs", m.no_graphs, "launch decode steps one kernel at a time instead of as CUDA graphs");
+    c->add_flag("--fp8", m.fp8,
+                "FP8 e4m3 weights with per-channel scales, quantized at load (half the weight bytes per token)");
   };
   GenerateArgs ga;
   auto* gen = app.add_subcommand("generate", "Generate tokens with the decode engine");

@@ -56,6 +56,7 @@ EngineOptions engine_options(const ModelRunArgs& a, int max_batch, std::int64_t 
   o.max_batch = max_batch;
   o.max_seq_len = max_seq;
   o.cuda_graphs = !a.no_graphs;
+  o.fp8_weights = a.fp8;
   o.prefill_chunk = a.prefill_chunk;
   o.tuning = Options::from_environment();
   o.tuning.tuning = a.tune;
@@ -221,11 +222,13 @@ int run_bench_model(const BenchModelArgs& a) {
   out["model"] = a.run.model;
   out["family"] = mi.family;
   out["dtype"] = mi.dtype;
+  out["weights"] = mi.weights;
   out["device"] = di.name;
   out["driver"] = di.driver_version;
   out["copy_bandwidth_gbs"] = copy_bw / 1e9;
+  const std::string types = mi.weights == mi.dtype ? mi.dtype : fmt::format("{}, {} weights", mi.dtype, mi.weights);
   std::printf("%s (%s, %s) on %s: copy bandwidth %.0f GB/s\n", a.run.model.c_str(), mi.architecture.c_str(),
-              mi.dtype.c_str(), di.name.c_str(), copy_bw / 1e9);
+              types.c_str(), di.name.c_str(), copy_bw / 1e9);
   std::printf("%6s %8s %12s %12s %10s %10s %8s   %s\n", "batch", "prompt", "prefill t/s", "decode t/s", "ms/step",
               "GB/s", "of copy", "GPU ms per step by kind (alone)");
   for (int b : batches) {

@@ -60,6 +60,12 @@ Status LtPlan::create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan
     const void* sb = p->placeholder_scales.as<float>() + 4;  // 16-byte aligned, as cuBLASLt needs
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
+    if (d.scale_mode == ScaleMode::kRowwise) {
+      // Outer-vector scales (cuBLAS 12.9+): the heuristic only offers kernels that apply them.
+      const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
+      TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
+    }
   }
   TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, p->a_type, a_rows(d), a_cols(d), d.lda));
   TUNABLE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, p->b_type, b_rows(d), b_cols(d), d.ldb));

@@ -209,8 +209,11 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.x = o.b;
     p.y = o.c;
     p.bias = has_bias ? o.bias : nullptr;
-    p.scale_a = d.op == GemmOp::kScaledGemm ? o.scale_a : nullptr;
-    p.scale_b = d.op == GemmOp::kScaledGemm ? o.scale_b : nullptr;
+    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode == ScaleMode::kRowwise;
+    p.scale_a = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_a : nullptr;
+    p.scale_b = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_b : nullptr;
+    p.row_scale = rowwise ? o.scale_a : nullptr;
+    p.col_scale = rowwise ? o.scale_b : nullptr;
     p.partial = static_cast<float*>(workspace);
     p.lda = d.lda;
     p.ldb = d.ldb;

@@ -117,6 +117,22 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     }
     const std::uint64_t seed = fresh_seed();
     const float scales[2] = {0.5f, 1.5f};  // a candidate that ignores a scale fails the check
+    // Rowwise: one shared set of m + n scales in [0.5, 2), different per row and column, so that a
+    // candidate applying them transposed, to the wrong operand, or not at all fails the check.
+    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode == ScaleMode::kRowwise;
+    const std::size_t m4 = (static_cast<std::size_t>(d.m) + 3) / 4 * 4;  // scale_b 16-byte aligned
+    if (rowwise) {
+      std::vector<float> v(m4 + static_cast<std::size_t>(d.n));
+      std::uint64_t x = seed ^ 0x9e3779b97f4a7c15ull;
+      for (float& f : v) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        f = 0.5f + 1.5f * static_cast<float>(x >> 40) / static_cast<float>(1u << 24);
+      }
+      TUNABLE_RETURN_IF_ERROR(vec_scales_.allocate(v.size() * sizeof(float)));
+      TUNABLE_CUDA_CHECK(cudaMemcpyAsync(vec_scales_.get(), v.data(), v.size() * sizeof(float),
+                                         cudaMemcpyHostToDevice, s));
+      TUNABLE_CUDA_CHECK(cudaStreamSynchronize(s));  // v leaves scope
+    }
     args_.resize(copies_);
     // The first kFilled copies get their own random data; the rest (small problems rotate up to
     // 8192 copies) repeat them, copied in doublings: thousands of fills would cost more than the tuning.
@@ -132,6 +148,10 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
       const bool scaled = d.op == GemmOp::kScaledGemm;
       a.ops.scale_a = scaled ? reinterpret_cast<const float*>(base + off_scale_) : nullptr;
       a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_ + 16) : nullptr;
+      if (rowwise) {
+        a.ops.scale_a = vec_scales_.as<float>();
+        a.ops.scale_b = vec_scales_.as<float>() + m4;
+      }
       if (i >= kFilled) continue;
       const std::uint64_t sd = seed + 0x1000 * i;
       TUNABLE_RETURN_IF_ERROR(fill_random(base, d.dtype, na_, sd + 1, 1.0f, s));
@@ -160,6 +180,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     g.bias = args_[0].ops.bias;
     g.scale_a = args_[0].ops.scale_a;
     g.scale_b = args_[0].ops.scale_b;
+    g.rowwise = rowwise;
     g.out = ref_.get();
     g.m = d.m, g.n = d.n, g.k = d.k, g.lda = d.lda, g.ldb = d.ldb, g.ldc = d.ldc;
     g.stride_a = sa, g.stride_b = sb, g.stride_c = sc, g.batch = d.batch;
@@ -245,7 +266,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
   GemmDesc desc_;
   std::size_t na_ = 0, nb_ = 0, nc_ = 0, off_b_ = 0, off_c_ = 0, off_bias_ = 0, off_scale_ = 0;
   std::size_t per_copy_ = 0, copies_ = 1;
-  DeviceBuffer mem_, c_init_, ref_, totals_, ws_;
+  DeviceBuffer mem_, c_init_, ref_, totals_, ws_, vec_scales_;
   bool ref_is_double_ = false;
   double rms_ = 0;
   std::vector<GemmArgs> args_;

@@ -1,0 +1,92 @@
+// FP8 e4m3 row quantization for the engine's FP8 weights: each row gets its own scale
+// (amax / 448, floored like the fused norms' per-token scales), so one outlier costs the precision of
+// its row only. The same kernel quantizes weight rows at load (per output channel) and activation
+// rows before a GEMM (per token); the embedding lookup dequantizes a row of an e4m3 table.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/device_utils.cuh"
+
+namespace tunable::kernels {
+
+template <class T>
+struct QuantRowsParams {
+  const T* x;           ///< [rows, x_stride]
+  fp8_e4m3* out;        ///< [rows, out_stride]
+  float* scales;        ///< [rows]: x ~= out * scale
+  std::int64_t x_stride, out_stride;
+  int cols;             ///< a multiple of 8 (16-byte loads of 16-bit types), strides too
+};
+
+/// One block per row: the row's amax (read once), then the row again (from L2) scaled and
+/// rounded. Two reads instead of registers sized for the longest row: at decode a row is at most
+/// a few tens of KB, and the second read never reaches memory.
+template <class T>
+__global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_constant__ QuantRowsParams<T> p) {
+  constexpr int kV = kVec16<T>;
+  using V = Vec<T, kV>;
+  using VO = Vec<fp8_e4m3, kV>;
+  pdl_launch_dependents();
+  pdl_wait();
+  const T* x = p.x + static_cast<std::int64_t>(blockIdx.x) * p.x_stride;
+  fp8_e4m3* out = p.out + static_cast<std::int64_t>(blockIdx.x) * p.out_stride;
+  float amax = 0.f;
+  for (int i = threadIdx.x * kV; i < p.cols; i += blockDim.x * kV) {
+    const V v = load_vec<V>(x + i);
+#pragma unroll
+    for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(to_float(v.v[e])));  // NaN: ignored here
+  }
+  __shared__ float scratch[32];
+  amax = group_reduce(amax, static_cast<int>(blockDim.x) / 32, scratch, MaxOp{});
+  const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
+  if (threadIdx.x == 0) p.scales[blockIdx.x] = s;
+  const float inv = 1.f / s;
+  for (int i = threadIdx.x * kV; i < p.cols; i += blockDim.x * kV) {
+    const V v = load_vec<V>(x + i);
+    VO o;
+#pragma unroll
+    for (int e = 0; e < kV; ++e) o.v[e] = from_float<fp8_e4m3>(to_float(v.v[e]) * inv);
+    store_vec(out + i, o);
+  }
+}
+
+template <class T>
+struct EmbedFp8Params {
+  const int* ids;            ///< [rows]
+  const fp8_e4m3* table;     ///< [vocab, hidden]
+  const float* row_scales;   ///< [vocab]
+  T* out;                    ///< [rows, hidden]
+  int hidden;                ///< a multiple of 8
+  float scale;               ///< as EmbedParams: applied after rounding the dequantized row to T
+};
+
+/// The e4m3 table's row, dequantized and rounded to T as a bf16/fp16 table would hold it, then
+/// scaled (Gemma's sqrt(hidden)) and rounded again, as the module does.
+template <class T>
+__global__ void __launch_bounds__(256) embed_fp8_kernel(const __grid_constant__ EmbedFp8Params<T> p) {
+  constexpr int kV = 8;
+  using VI = Vec<fp8_e4m3, kV>;
+  using VO = Vec<T, kV>;
+  pdl_launch_dependents();
+  pdl_wait();
+  const int id = p.ids[blockIdx.x];
+  const fp8_e4m3* src = p.table + static_cast<std::int64_t>(id) * p.hidden;
+  T* dst = p.out + static_cast<std::int64_t>(blockIdx.x) * p.hidden;
+  const float rs = __ldg(p.row_scales + id);
+  for (int i = threadIdx.x * kV; i < p.hidden; i += blockDim.x * kV) {
+    const VI v = load_vec<VI, LoadPolicy::kReadOnly>(src + i);
+    VO o;
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      float f = to_float(from_float<T>(static_cast<float>(v.v[e]) * rs));
+      if (p.scale != 1.f) f *= p.scale;
+      o.v[e] = from_float<T>(f);
+    }
+    store_vec(dst + i, o);
+  }
+}
+
+}  // namespace tunable::kernels
