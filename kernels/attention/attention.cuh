@@ -51,6 +51,7 @@ struct DecodeAttnParams {
   int splits;                 ///< spans launched per sequence (<= kMaxAttnSplits)
   int chunk_cap;              ///< longest span the shared memory holds: max(ceil(max_seq / splits), min_chunk)
   int min_chunk;              ///< shortest span worth its partial results; fewer spans run below it
+  int tile_keys;              ///< keys (and values) of a span in shared memory at a time
   float scale;                ///< softmax scale (head_dim^-0.5)
 };
 
@@ -77,17 +78,46 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv
 
 inline constexpr int kDecodeAttnThreads = 128;
 
-/// The decode kernel's static shared memory at most (combine weights and sums, per-head max and
-/// sum, the new key and value at 4 bytes an element, flags): the opt-in limit covers it and the
-/// dynamic part together.
+/// The decode kernel's static shared memory at most (per-head max and sum, the new key raw and
+/// rotated and the new value at 4 bytes an element, the RoPE frequencies, flags): the opt-in limit
+/// covers it and the dynamic part together.
 inline constexpr std::size_t decode_attention_static_smem_bound(int head_dim) {
-  return 2 * sizeof(float) * kMaxAttnGroup * kMaxAttnSplits + 2 * sizeof(float) * kMaxAttnGroup +
-         2 * 4 * static_cast<std::size_t>(head_dim) + 64;
+  return 2 * sizeof(float) * kMaxAttnGroup + 3 * 4 * static_cast<std::size_t>(head_dim) +
+         2 * static_cast<std::size_t>(head_dim) + 64;
 }
 
-/// Dynamic shared memory of a decode launch: rotated queries and the span's scores per head.
-inline std::size_t decode_attention_smem(int heads_per_block, int head_dim, int chunk_cap) {
-  return static_cast<std::size_t>(heads_per_block) * (head_dim + chunk_cap) * sizeof(float);
+/// Dynamic shared memory of a decode launch (16-bit elements): rotated queries (fp32) and the
+/// span's scores per head, a tile of the span's keys and one of its values, the raw queries; the
+/// combining block reuses it for every span's weight and sum per head. Kept small: a block that
+/// needs more shared memory than the kernels around it may not start on an SM they occupy.
+inline std::size_t decode_attention_smem(int heads_per_block, int head_dim, int chunk_cap, int tile_keys,
+                                         int splits) {
+  const std::size_t hpb = static_cast<std::size_t>(heads_per_block), d = static_cast<std::size_t>(head_dim),
+                    c = static_cast<std::size_t>(chunk_cap), t = static_cast<std::size_t>(tile_keys);
+  const std::size_t work = hpb * (d + (c + 3) / 4 * 4) * sizeof(float) + 2 * t * d * 2 + hpb * d * 2;
+  const std::size_t combine = 2 * hpb * static_cast<std::size_t>(splits) * sizeof(float);
+  return work > combine ? work : combine;
+}
+
+/// Keys of a shared-memory tile at most: 32 KB of keys and 32 KB of values, so that a span of up to
+/// this many keys (every span of a sequence of a few thousand positions) is read in one round trip.
+inline constexpr int decode_attention_max_tile(int head_dim) { return 8192 / head_dim; }
+
+/// 16 bytes global -> shared without a register round trip (sm_80+), in flight until waited on.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+/// bytes (a multiple of 16) from gmem to smem, spread over the block's threads.
+__device__ __forceinline__ void cp_async_block(void* smem, const void* gmem, int bytes) {
+  for (int o = threadIdx.x * 16; o < bytes; o += blockDim.x * 16)
+    cp_async16(static_cast<char*>(smem) + o, static_cast<const char*>(gmem) + o);
 }
 
 template <class T, int D>
@@ -96,94 +126,110 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   extern __shared__ float smem[];
   __shared__ float ml_s[kMaxAttnGroup][2];
   __shared__ alignas(16) T knew_s[D];
+  __shared__ alignas(16) T kraw_s[D];
   __shared__ alignas(16) T vnew_s[D];
+  __shared__ alignas(16) float freq_s[D / 2];
   __shared__ bool last_s;
   const int group = p.heads / p.kv_heads, hpb = p.heads_per_block, chunks = group / hpb;
   const int split = blockIdx.x, kvh = blockIdx.y / chunks, hc = blockIdx.y - kvh * chunks, row = blockIdx.z;
   const int head0 = kvh * group + hc * hpb;  // this block's first query head
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float* q_s = smem;                // [hpb][D]
-  float* s_s = smem + hpb * D;      // [hpb][chunk_cap]
+  float* q_s = smem;                                          // [hpb][D] rotated, scaled
+  float* s_s = q_s + hpb * D;                                 // [hpb][chunk_cap]
+  T* k_s = reinterpret_cast<T*>(s_s + hpb * ((p.chunk_cap + 3) & ~3));  // [chunk_cap][D], 16-byte aligned
+  T* v_s = k_s + static_cast<std::int64_t>(p.tile_keys) * D;  // [tile_keys][D]
+  T* qraw_s = v_s + static_cast<std::int64_t>(p.tile_keys) * D;  // [hpb][D]
 
   pdl_launch_dependents();
   pdl_wait();
+  // A block's time is its chain of memory round trips, so there are two before the math: the
+  // position together with everything that does not depend on it (this block's query heads, the
+  // new key and value, the RoPE frequencies), then the span's keys and values, all of them in
+  // flight at once (cp.async into shared memory), while the queries are rotated.
+  const T* qkv = p.qkv + row * p.qkv_stride;
+  cp_async_block(qraw_s, qkv + head0 * D, hpb * D * static_cast<int>(sizeof(T)));
+  cp_async_block(kraw_s, qkv + (p.heads + kvh) * D, D * static_cast<int>(sizeof(T)));
+  cp_async_block(vnew_s, qkv + (p.heads + p.kv_heads + kvh) * D, D * static_cast<int>(sizeof(T)));
+  cp_async_block(freq_s, p.inv_freq, D / 2 * static_cast<int>(sizeof(float)));
+  cp_async_commit();
   const int pos = p.positions[row];
   const int len = pos + 1;
   // Spans shorter than min_chunk cost more in partial results (hpb x D floats each) than they
   // save: short sequences run on fewer spans, and the blocks past them leave at once.
   const int active = max(1, min(p.splits, (len + p.min_chunk - 1) / p.min_chunk));
-  if (split >= active) return;
+  if (split >= active) {
+    cp_async_wait<0>();
+    return;
+  }
   const int chunk = (len + active - 1) / active;
   const int s0 = min(split * chunk, len), s1 = min(len, s0 + chunk), n = s1 - s0;
   const std::int64_t head_base = (static_cast<std::int64_t>(row) * p.kv_heads + kvh) * p.max_seq * D;
   T* kc = p.k_cache + head_base;
   T* vc = p.v_cache + head_base;
-  // The span's keys and values head for L2 while the queries are rotated: the loads below then
-  // wait on L2, not DRAM (a block has few loads in flight; their latency, not bandwidth, bounds it).
-  prefetch_l2(kc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
-  prefetch_l2(vc + static_cast<std::int64_t>(s0) * D, static_cast<std::int64_t>(n) * D * sizeof(T));
-  const T* qkv = p.qkv + row * p.qkv_stride;
+  // Keys [s0, s0 + nc) come from the cache (read-only here: the one row this launch writes is
+  // taken from the projection); the new position, when the span holds it, is the span's last key.
+  const bool has_new = s0 <= pos && pos < s1;
+  const int nc = n - (has_new ? 1 : 0);
+  const int tile = p.tile_keys;
+  const bool one_tile = nc <= tile;  // keys and values of the whole span in one round trip
+  auto load_rows = [&](T* dst, const T* src, int rows) { cp_async_block(dst, src, rows * D * static_cast<int>(sizeof(T))); };
+  load_rows(k_s, kc + static_cast<std::int64_t>(s0) * D, min(nc, tile));
+  if (one_tile) load_rows(v_s, vc + static_cast<std::int64_t>(s0) * D, nc);
+  cp_async_commit();
+  cp_async_wait<1>();  // the first group: queries, new key and value, frequencies
+  __syncthreads();
   for (int i = threadIdx.x; i < hpb * (D / 2); i += kDecodeAttnThreads) {
     const int g = i / (D / 2), d = i - g * (D / 2);
-    const T* q = qkv + (head0 + g) * D;
+    const T* q = qraw_s + g * D;
     T r1, r2;
-    rope_pair(to_float(q[d]), to_float(q[d + D / 2]), pos, p.inv_freq[d], &r1, &r2);
+    rope_pair(to_float(q[d]), to_float(q[d + D / 2]), pos, freq_s[d], &r1, &r2);
     q_s[g * D + d] = to_float(r1) * p.scale;
     q_s[g * D + d + D / 2] = to_float(r2) * p.scale;
   }
-  // The span holding the new position takes its key and value from the projection, not the cache:
-  // the blocks of the other head chunks use them before (or while) chunk 0 writes them there.
-  const bool has_new = s0 <= pos && pos < s1;
   if (has_new) {
-    const T* k = qkv + (p.heads + kvh) * D;
-    const T* v = qkv + (p.heads + p.kv_heads + kvh) * D;
     for (int d = threadIdx.x; d < D / 2; d += kDecodeAttnThreads)
-      rope_pair(to_float(k[d]), to_float(k[d + D / 2]), pos, p.inv_freq[d], &knew_s[d], &knew_s[d + D / 2]);
-    for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) vnew_s[d] = v[d];
+      rope_pair(to_float(kraw_s[d]), to_float(kraw_s[d + D / 2]), pos, freq_s[d], &knew_s[d], &knew_s[d + D / 2]);
   }
+  cp_async_wait<0>();
   __syncthreads();
+  // The blocks of the other head chunks use the new key and value from their own copies before
+  // (or while) chunk 0 writes them to the cache.
   if (has_new && hc == 0) {
     for (int d = threadIdx.x; d < D; d += kDecodeAttnThreads) {
       kc[static_cast<std::int64_t>(pos) * D + d] = knew_s[d];
       vc[static_cast<std::int64_t>(pos) * D + d] = vnew_s[d];
     }
   }
-  // Keys [s0, s0 + nc) come from the cache (read-only here: the one row this launch writes is
-  // read from shared memory); the new position, when the span holds it, is the span's last key.
-  // Loads are unconditional (indices clamped into the span) so that a batch of them is in flight
-  // at once: a block's time is its chain of load latencies.
-  const int nc = n - (has_new ? 1 : 0);
-  const T* kspan = kc + static_cast<std::int64_t>(s0) * D;
-  const T* vspan = vc + static_cast<std::int64_t>(s0) * D;
-  const int last_cached = max(nc - 1, 0);
 
-  // Scores: a warp per key, each lane kPerLane contiguous elements of it, kUnroll keys at a time.
+  // Scores: a warp per key, each lane kPerLane contiguous elements of it; key j of the span is row
+  // j - t0 of the tile holding it, the new key (j = nc) its own row.
   using KV = Vec<T, kPerLane>;
-  constexpr int kUnroll = 4;
-  for (int j0 = warp; j0 < n; j0 += kWarps * kUnroll) {
-    KV kv[kUnroll];
+  auto score = [&](const T* key, int j) {
+    const KV k = load_vec<KV>(key + lane * kPerLane);
+    float kf[kPerLane];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      kv[u] = load_vec<KV, LoadPolicy::kReadOnly>(kspan + static_cast<std::int64_t>(min(j0 + u * kWarps, last_cached)) * D +
-                                                   lane * kPerLane);
+    for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(k.v[e]);
+    for (int g = 0; g < hpb; ++g) {
+      const float* q = q_s + g * D + lane * kPerLane;
+      float acc = 0.f;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int j = j0 + u * kWarps;
-      if (j >= n) break;
-      const KV k = j < nc ? kv[u] : load_vec<KV>(knew_s + lane * kPerLane);
-      float kf[kPerLane];
-#pragma unroll
-      for (int e = 0; e < kPerLane; ++e) kf[e] = to_float(k.v[e]);
-      for (int g = 0; g < hpb; ++g) {
-        const float* q = q_s + g * D + lane * kPerLane;
-        float acc = 0.f;
-#pragma unroll
-        for (int e = 0; e < kPerLane; ++e) acc = fmaf(q[e], kf[e], acc);
-        acc = attn_warp_sum(acc);
-        if (lane == 0) s_s[g * p.chunk_cap + j] = acc;
-      }
+      for (int e = 0; e < kPerLane; ++e) acc = fmaf(q[e], kf[e], acc);
+      acc = attn_warp_sum(acc);
+      if (lane == 0) s_s[g * p.chunk_cap + j] = acc;
     }
+  };
+  for (int t0 = 0; t0 < nc; t0 += tile) {
+    const int tn = min(tile, nc - t0);
+    if (t0 > 0) {  // a long span: the next tile of keys, once every warp is done with this one
+      __syncthreads();
+      load_rows(k_s, kc + static_cast<std::int64_t>(s0 + t0) * D, tn);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+    }
+    for (int j = warp; j < tn; j += kWarps) score(k_s + j * D, t0 + j);
   }
+  if (has_new && warp == nc % kWarps) score(knew_s, nc);
   __syncthreads();
   for (int g = warp; g < hpb; g += kWarps) {
     float* sc = s_s + g * p.chunk_cap;
@@ -205,13 +251,14 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   __syncthreads();
 
   const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
-  // P V over the span: a thread owns kDPer adjacent dimensions of every head of the block (V is
-  // read once), kPvBatch keys' loads in flight at a time; normalized and final when the span is
-  // the only one, else partial.
+  // P V over the span (shared memory): a thread owns kDPer adjacent dimensions of every head of the
+  // block; normalized and final when the span is the only one, else partial.
   constexpr int kDPer = D >= 2 * kDecodeAttnThreads ? D / kDecodeAttnThreads : 1;
   using VV = Vec<T, kDPer>;
-  constexpr int kPvBatch = 8;
-  for (int d = threadIdx.x * kDPer; d < D; d += kDecodeAttnThreads * kDPer) {
+  static_assert(D <= kDecodeAttnThreads * kDPer, "one slice of dimensions per thread");
+  {
+    const int d = threadIdx.x * kDPer;
+    const bool mine = d < D;  // head_dim 64: half the threads hold no dimensions
     float acc[kMaxAttnGroup][kDPer];
 #pragma unroll
     for (int g = 0; g < kMaxAttnGroup; ++g)
@@ -226,21 +273,22 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
           if (g < hpb) acc[g][e] = fmaf(s_s[g * p.chunk_cap + j], x, acc[g][e]);
       }
     };
-    for (int j0 = 0; j0 < nc; j0 += kPvBatch) {
-      VV v[kPvBatch];
-#pragma unroll
-      for (int u = 0; u < kPvBatch; ++u)
-        v[u] = load_vec<VV, LoadPolicy::kReadOnly>(vspan + static_cast<std::int64_t>(min(j0 + u, last_cached)) * D + d);
-#pragma unroll
-      for (int u = 0; u < kPvBatch; ++u) {
-        if (j0 + u >= nc) break;
-        accumulate(v[u], j0 + u);
+    for (int t0 = 0; t0 < nc; t0 += tile) {
+      const int tn = min(tile, nc - t0);
+      if (!one_tile) {
+        __syncthreads();
+        load_rows(v_s, vc + static_cast<std::int64_t>(s0 + t0) * D, tn);
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();
       }
+      if (mine)
+        for (int j = 0; j < tn; ++j) accumulate(load_vec<VV>(v_s + j * D + d), t0 + j);
     }
-    if (has_new) accumulate(load_vec<VV>(vnew_s + d), n - 1);
+    if (has_new && mine) accumulate(load_vec<VV>(vnew_s + d), n - 1);
 #pragma unroll
     for (int g = 0; g < kMaxAttnGroup; ++g) {
-      if (g >= hpb) break;
+      if (g >= hpb || !mine) break;
 #pragma unroll
       for (int e = 0; e < kDPer; ++e) {
         if (active == 1) p.out[row * p.out_stride + (head0 + g) * D + d + e] = from_float<T>(acc[g][e] / ml_s[g][1]);
@@ -264,25 +312,26 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   // The last span's block combines every span with weights exp(m_s - M) / L (an empty span weighs
   // 0): the weights first, into shared memory, then the outputs four at a time with every span's
   // loads in flight.
-  __shared__ float w_s[kMaxAttnGroup][kMaxAttnSplits], l_s[kMaxAttnGroup][kMaxAttnSplits];
+  float* w_s = smem;                    // [hpb][splits], over the queries and scores: done with
+  float* l_s = smem + hpb * p.splits;   // [hpb][splits]
   for (int i = threadIdx.x; i < hpb * active; i += kDecodeAttnThreads) {
     const int g = i / active, sp = i - g * active;
     const float* ml = p.part_ml + ((part_row + head0 + g) * p.splits + sp) * 2;
-    w_s[g][sp] = __ldcg(ml);
-    l_s[g][sp] = __ldcg(ml + 1);
+    w_s[g * p.splits + sp] = __ldcg(ml);
+    l_s[g * p.splits + sp] = __ldcg(ml + 1);
   }
   __syncthreads();
   if (threadIdx.x < hpb) {
     const int g = threadIdx.x;
     float m_max = -INFINITY;
-    for (int sp = 0; sp < active; ++sp) m_max = fmaxf(m_max, w_s[g][sp]);
+    for (int sp = 0; sp < active; ++sp) m_max = fmaxf(m_max, w_s[g * p.splits + sp]);
     float l = 0.f;
     for (int sp = 0; sp < active; ++sp) {
-      const float w = w_s[g][sp] == -INFINITY ? 0.f : __expf(w_s[g][sp] - m_max);
-      w_s[g][sp] = w;
-      l = fmaf(l_s[g][sp], w, l);
+      const float w = w_s[g * p.splits + sp] == -INFINITY ? 0.f : __expf(w_s[g * p.splits + sp] - m_max);
+      w_s[g * p.splits + sp] = w;
+      l = fmaf(l_s[g * p.splits + sp], w, l);
     }
-    for (int sp = 0; sp < active; ++sp) w_s[g][sp] /= l;
+    for (int sp = 0; sp < active; ++sp) w_s[g * p.splits + sp] /= l;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < hpb * (D / 4); i += kDecodeAttnThreads) {
@@ -292,7 +341,7 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
 #pragma unroll 16
     for (int sp = 0; sp < active; ++sp) {
       const float4 x = __ldcg(reinterpret_cast<const float4*>(acc + sp * D));
-      const float w = w_s[g][sp];
+      const float w = w_s[g * p.splits + sp];
       a.x = fmaf(x.x, w, a.x);
       a.y = fmaf(x.y, w, a.y);
       a.z = fmaf(x.z, w, a.z);

@@ -57,7 +57,7 @@ enum Kind : unsigned {
   kNormKind = 4,
   kActivationKind = 8,
   kOtherKind = 16,  ///< embedding, row gather, token choice
-  kQuantKind = 32,  ///< FP8 weights: activation rows quantized before a GEMM (the norms do it themselves)
+  kQuantKind = 32,  ///< FP8 weights: attention and activation outputs, logit rows quantized (the norms do it themselves)
   kAllKinds = 63,
 };
 const std::pair<Kind, const char*> kKindNames[] = {{kGemmKind, "gemm"},
@@ -716,6 +716,8 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
           fused_add_rms_norm(*ctx_, Xn, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
     if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, Xn, h_, GU_, 2 * inter_, T));
     if (ac) TUNABLE_RETURN_IF_ERROR(act_and_mul(*ctx_, ACT_, GU_, T, inter_, 2 * inter_, inter_, dtype_, act, stream_));
+    // A separate launch: one block per row (the per-token scale needs the row's amax) had to
+    // evaluate every activation of the row on one SM, 3-4x slower than the two launches.
     if (qt) TUNABLE_RETURN_IF_ERROR(quantize(ACT_, inter_, inter_, T));
     if (g) TUNABLE_RETURN_IF_ERROR(linear(L.down, fp8_ ? Q8_ : ACT_, inter_, D_, h_, T));
   }

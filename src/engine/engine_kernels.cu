@@ -88,7 +88,7 @@ cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* d
 int max_decode_splits() { return k::kMaxAttnSplits; }
 int max_heads_per_block() { return k::kMaxAttnGroup; }
 std::size_t decode_attention_smem_bytes(const AttnShape& s, const DecodeAttnArgs& plan) {
-  return k::decode_attention_smem(plan.heads_per_block, s.head_dim, plan.chunk_cap) +
+  return k::decode_attention_smem(plan.heads_per_block, s.head_dim, plan.chunk_cap, plan.tile_keys, plan.splits) +
          k::decode_attention_static_smem_bound(s.head_dim);
 }
 
@@ -108,12 +108,15 @@ bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t 
   // The opt-in limit covers static and dynamic shared memory together.
   const std::size_t static_bytes = k::decode_attention_static_smem_bound(s.head_dim);
   const std::size_t budget = max_smem > static_bytes ? max_smem - static_bytes : 0;
-  while (k::decode_attention_smem(hpb, s.head_dim, cap_of(n)) > budget && n < k::kMaxAttnSplits) ++n;
+  // Spans stream through shared memory in tiles of at most decode_attention_max_tile keys.
+  auto tile_of = [&](int splits) { return std::min(cap_of(splits), k::decode_attention_max_tile(s.head_dim)); };
+  while (k::decode_attention_smem(hpb, s.head_dim, cap_of(n), tile_of(n), n) > budget && n < k::kMaxAttnSplits) ++n;
   plan->splits = n;
   plan->chunk_cap = cap_of(n);
+  plan->tile_keys = tile_of(n);
   plan->min_chunk = min_chunk;
   plan->heads_per_block = hpb;
-  return k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap) <= budget;
+  return k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap, plan->tile_keys, n) <= budget;
 }
 
 cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
@@ -125,8 +128,8 @@ cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttn
       k::DecodeAttnParams<T> p{static_cast<const T*>(a.qkv), a.qkv_stride, static_cast<T*>(a.k_cache),
                                static_cast<T*>(a.v_cache), a.positions, a.inv_freq, static_cast<T*>(a.out),
                                a.out_stride, a.part_acc, a.part_ml, a.counters, s.heads, s.kv_heads, s.max_seq,
-                               a.heads_per_block, a.splits, a.chunk_cap, a.min_chunk, s.scale};
-      const std::size_t smem = k::decode_attention_smem(a.heads_per_block, D, a.chunk_cap);
+                               a.heads_per_block, a.splits, a.chunk_cap, a.min_chunk, a.tile_keys, s.scale};
+      const std::size_t smem = k::decode_attention_smem(a.heads_per_block, D, a.chunk_cap, a.tile_keys, a.splits);
       if (cudaError_t e = allow_smem(k::decode_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
       const int chunks = s.heads / s.kv_heads / a.heads_per_block;
       return k::launch_kernel(k::decode_attention_kernel<T, D>, dim3(a.splits, s.kv_heads * chunks, rows),

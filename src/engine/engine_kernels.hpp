@@ -43,6 +43,7 @@ struct DecodeAttnArgs {
   int splits = 1;     ///< from plan_decode_splits
   int chunk_cap = 1;
   int min_chunk = 1;
+  int tile_keys = 1;  ///< keys of a span in shared memory at a time (a span up to this long: one round trip)
   int heads_per_block = 1;
 };
 

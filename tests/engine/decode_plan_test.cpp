@@ -27,6 +27,8 @@ TEST(DecodePlan, EveryLengthFitsAndTheGroupSplitsEvenly) {
         EXPECT_LE(p.splits, max_decode_splits());
         EXPECT_EQ(group % p.heads_per_block, 0);
         EXPECT_LE(p.heads_per_block, max_heads_per_block());
+        EXPECT_GE(p.tile_keys, 1);
+        EXPECT_LE(p.tile_keys, p.chunk_cap);
         // Any length up to max_seq: the kernel's span (fewer spans below min_chunk keys each) fits.
         for (int len : {1, p.min_chunk - 1, p.min_chunk, p.min_chunk + 1, max_seq / 2 + 1, max_seq}) {
           if (len < 1 || len > max_seq) continue;
