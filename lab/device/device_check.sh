@@ -132,7 +132,8 @@ for step in "$@"; do
       # tunable bench-model on random-weight models of real configurations; ENGINE_CASES lists
       # MODEL:BATCHES[:PROMPT_LEN[:NEW_TOKENS]] (default gemma-2b:1,8 llama-3-8b:1,8), ENGINE_ARGS adds
       # options (e.g. --tune), ENGINE_HF=1 also runs HF generate (compiled, static cache) on each
-      # model and batch in the same call, ENGINE_RESULTS_FROM=FILE starts from a results file tuned
+      # model and batch in the same call (ENGINE_HF_BATCHES=1: only those batches), ENGINE_RESULTS_FROM=FILE
+      # starts from a results file tuned
       # in an earlier call on the same GPU kind.
       [ -n "${ENGINE_RESULTS_FROM:-}" ] && cp "$ENGINE_RESULTS_FROM" "$OUT/engine_results0.csv"
       for c in ${ENGINE_CASES:-gemma-2b:1,8 llama-3-8b:1,8}; do
@@ -145,7 +146,8 @@ for step in "$@"; do
           --file "$OUT/engine_results.csv" --json "$OUT/engine_$tag.json" ${ENGINE_ARGS:-} 2>&1 | grep -v "loaded layer" | tail -12
         check "engine-bench: $c" "${PIPESTATUS[0]}"
         if [ "${ENGINE_HF:-0}" = 1 ]; then
-          for b in ${batches//,/ }; do
+          hfb=${ENGINE_HF_BATCHES:-$batches}
+          for b in ${hfb//,/ }; do
             python3 bench/example2/hf_generate.py "$OUT/hf_${model}_b${b}_p${plen}.json" --model "$model" --batch "$b" \
               --prompt-len "$plen" --new-tokens "$newt" 2>&1 | grep -v Warning | tail -2
             check "engine-bench: HF $model b$b" "${PIPESTATUS[0]}"
