@@ -55,18 +55,6 @@ struct DecodeAttnParams {
   float scale;                ///< softmax scale (head_dim^-0.5)
 };
 
-__device__ __forceinline__ float attn_warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ __forceinline__ float attn_warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 /// Rotates the pair (x[i], x[i + D/2]) by pos * inv_freq[i] and rounds to T.
 template <class T>
 __device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv_freq, T* o1, T* o2) {
@@ -214,7 +202,7 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
       float acc = 0.f;
 #pragma unroll
       for (int e = 0; e < kPerLane; ++e) acc = fmaf(q[e], kf[e], acc);
-      acc = attn_warp_sum(acc);
+      acc = warp_reduce(acc, SumOp{});
       if (lane == 0) s_s[g * p.chunk_cap + j] = acc;
     }
   };
@@ -235,14 +223,14 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
     float* sc = s_s + g * p.chunk_cap;
     float m = -INFINITY;
     for (int j = lane; j < n; j += 32) m = fmaxf(m, sc[j]);
-    m = attn_warp_max(m);
+    m = warp_reduce(m, MaxOp{});
     float l = 0.f;
     for (int j = lane; j < n; j += 32) {
       const float e = __expf(sc[j] - m);
       sc[j] = e;
       l += e;
     }
-    l = attn_warp_sum(l);
+    l = warp_reduce(l, SumOp{});
     if (lane == 0) {
       ml_s[g][0] = m;
       ml_s[g][1] = l;
@@ -495,11 +483,11 @@ __global__ void __launch_bounds__(kPrefillWarps * 32) prefill_attention_kernel(P
       }
       const int key = k0 + lane;
       if (key > qpos[a]) s = -INFINITY;
-      const float m_new = fmaxf(m[a], attn_warp_max(s));
+      const float m_new = fmaxf(m[a], warp_reduce(s, MaxOp{}));
       if (m_new == -INFINITY) continue;  // no key of this tile is visible to the query (warp-uniform)
       const float corr = __expf(m[a] - m_new);
       const float pk = s == -INFINITY ? 0.f : __expf(s - m_new);
-      l[a] = l[a] * corr + attn_warp_sum(pk);
+      l[a] = l[a] * corr + warp_reduce(pk, SumOp{});
       m[a] = m_new;
 #pragma unroll
       for (int e = 0; e < kPerLane; ++e) acc[a][e] *= corr;

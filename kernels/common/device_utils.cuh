@@ -121,7 +121,8 @@ struct SumOp {
   static __device__ __forceinline__ V identity() { return V(0); }
 };
 
-/// Max of non-negative values (identity 0).
+/// Max (exact, like fmaxf for numbers). Its identity 0 serves group reductions of non-negative
+/// values (amax); warp reductions use no identity, so any values reduce.
 struct MaxOp {
   template <class V>
   __device__ __forceinline__ V operator()(V a, V b) const { return a > b ? a : b; }

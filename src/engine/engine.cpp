@@ -670,6 +670,8 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
                       : engine::launch_embed(elem_, ids_, embed_, R_, T, static_cast<int>(h_), scale, stream_),
         "embedding lookup"));
   }
+  engine::DecodeAttnArgs decode_plan;  // the same for every layer
+  if (p.decode) (void)engine::plan_decode_splits(shape_, T, sm_count_, max_smem_, &decode_plan);  // checked at load
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     if (nm) {
@@ -684,8 +686,7 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
       char* kc = k_cache_ + layer_cache_bytes_ * l;
       char* vc = v_cache_ + layer_cache_bytes_ * l;
       if (p.decode) {
-        engine::DecodeAttnArgs a;
-        (void)engine::plan_decode_splits(shape_, T, sm_count_, max_smem_, &a);  // checked at load
+        engine::DecodeAttnArgs a = decode_plan;
         a.qkv = QKV_;
         a.qkv_stride = qkv_dim_;
         a.k_cache = kc;
