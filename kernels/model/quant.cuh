@@ -21,9 +21,12 @@ struct QuantRowsParams {
   int cols;             ///< a multiple of 8 (16-byte loads of 16-bit types), strides too
 };
 
-/// One block per row: the row's amax (read once), then the row again (from L2) scaled and
-/// rounded. Two reads instead of registers sized for the longest row: at decode a row is at most
-/// a few tens of KB, and the second read never reaches memory.
+/// One block per row. A row of at most kQuantHold vectors per thread (every activation row of the
+/// models served, at 1024 threads) is read once into registers; a longer one (a weight row at
+/// load) is read twice, the second time from L2. A launch at decode is a chain of latencies: one
+/// read, a block reduction, the stores.
+inline constexpr int kQuantHold = 2;
+
 template <class T>
 __global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_constant__ QuantRowsParams<T> p) {
   constexpr int kV = kVec16<T>;
@@ -33,13 +36,42 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_consta
   pdl_wait();
   const T* x = p.x + static_cast<std::int64_t>(blockIdx.x) * p.x_stride;
   fp8_e4m3* out = p.out + static_cast<std::int64_t>(blockIdx.x) * p.out_stride;
-  float amax = 0.f;
+  const int nvec = p.cols / kV;
+  const bool held = nvec <= static_cast<int>(blockDim.x) * kQuantHold;
+  __shared__ float scratch[32];
+  float amax = 0.f;  // NaN is ignored here (fmaxf) and stays NaN in the output
+  if (held) {
+    V v[kQuantHold];
+#pragma unroll
+    for (int h = 0; h < kQuantHold; ++h) {
+      const int i = threadIdx.x + h * blockDim.x;
+      if (i < nvec) v[h] = load_vec<V>(x + i * kV);
+    }
+#pragma unroll
+    for (int h = 0; h < kQuantHold; ++h)
+      if (threadIdx.x + h * blockDim.x < nvec)
+#pragma unroll
+        for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(to_float(v[h].v[e])));
+    amax = group_reduce(amax, static_cast<int>(blockDim.x) / 32, scratch, MaxOp{});
+    const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
+    if (threadIdx.x == 0) p.scales[blockIdx.x] = s;
+    const float inv = 1.f / s;
+#pragma unroll
+    for (int h = 0; h < kQuantHold; ++h) {
+      const int i = threadIdx.x + h * blockDim.x;
+      if (i >= nvec) continue;
+      VO o;
+#pragma unroll
+      for (int e = 0; e < kV; ++e) o.v[e] = from_float<fp8_e4m3>(to_float(v[h].v[e]) * inv);
+      store_vec(out + i * kV, o);
+    }
+    return;
+  }
   for (int i = threadIdx.x * kV; i < p.cols; i += blockDim.x * kV) {
     const V v = load_vec<V>(x + i);
 #pragma unroll
-    for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(to_float(v.v[e])));  // NaN: ignored here
+    for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(to_float(v.v[e])));
   }
-  __shared__ float scratch[32];
   amax = group_reduce(amax, static_cast<int>(blockDim.x) / 32, scratch, MaxOp{});
   const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
   if (threadIdx.x == 0) p.scales[blockIdx.x] = s;

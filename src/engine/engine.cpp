@@ -228,6 +228,17 @@ Status Engine::Impl::check_supported(const model::ModelConfig& c) const {
                               c.intermediate_size));
   if (c.vocab_size > INT32_MAX / 2 || c.hidden_size > (1 << 20) || c.intermediate_size > (1 << 22))
     return Status(StatusCode::kNotSupported, "vocabulary or layer sizes beyond the engine's 32-bit indexing");
+  if (opts_.fp8_weights) {
+    // cuBLASLt's FP8 kernels (the prefill GEMMs) take m, k and leading dimensions in multiples of
+    // 16, the skinny kernels 16-byte rows: every linear layer's in and out features.
+    for (auto [name, v] : {std::pair{"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},
+                           {"vocab_size", c.vocab_size}})
+      if (v % 16 != 0)
+        return Status(StatusCode::kNotSupported,
+                      fmt::format("FP8 weights need hidden_size, intermediate_size and vocab_size in multiples of 16 "
+                                  "(the FP8 GEMMs' granule); {} is {}: load the model without FP8",
+                                  name, v));
+  }
   return Status::ok();
 }
 

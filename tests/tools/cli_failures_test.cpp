@@ -326,6 +326,17 @@ TEST(CliFailures, TheEngineRefusesUnsupportedModelsAndAMissingGpuByName) {
   r = run_cli({"generate", "--model", dir.path(), "--prompt", "hi"},
               {"TUNABLE_TOKENIZER_LIBRARY=/nonexistent/libtunable_tokenizer.so"});
   EXPECT_EQ(r.code, 1) << r.out;
+  // FP8 weights need every linear layer's features in multiples of 16: refused by name at load,
+  // before any GPU work (the same model loads in bf16 up to the GPU).
+  test::TempDir odd;
+  write_model(odd.path(), R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":64,
+    "intermediate_size":24,"num_hidden_layers":1,"num_attention_heads":1,"num_key_value_heads":1})");
+  r = run_cli({"generate", "--model", odd.path(), "--prompt-ids", "1,2", "--fp8"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "FP8 weights need") && has(r, "intermediate_size is 24")) << r.out;
+  r = run_cli({"generate", "--model", odd.path(), "--prompt-ids", "1,2"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_FALSE(has(r, "FP8 weights need")) << r.out;
   // A supported model with the GPU hidden: a CUDA error that says so, no crash.
   test::TempDir ok;
   write_model(ok.path(), R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":64,
