@@ -148,18 +148,12 @@ __device__ __forceinline__ unsigned float_key(float f) {
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
+/// The block's sum, in every thread; `scratch` (one V per warp) may be reused by the next call (the
+/// barrier first: a previous call's readers are done).
 template <class V>
 __device__ __forceinline__ V block_sum(V v, V* scratch) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < warps ? scratch[lane] : V(0);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
+  return group_reduce(v, static_cast<int>(blockDim.x) >> 5, scratch, SumOp{});
 }
 
 template <class T>
