@@ -1,5 +1,5 @@
-// Row moves of the decode engine: the embedding lookup (with Gemma's sqrt(hidden) scale) and the
-// gather of each sequence's last row before the output projection.
+// Row moves of the decode engine: the embedding lookup (with Gemma's sqrt(hidden) scale), which with
+// scale 1 is also the gather of each sequence's last row before the output projection.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,25 +37,6 @@ __global__ void __launch_bounds__(256) embed_kernel(EmbedParams<T> p) {
     }
     store_vec(dst + i, v);
   }
-}
-
-template <class T>
-struct GatherParams {
-  const T* src;            ///< [*, hidden]
-  const int* rows;         ///< [n]: which rows of src
-  T* dst;                  ///< [n, hidden]
-  int hidden;
-};
-
-template <class T>
-__global__ void __launch_bounds__(256) gather_rows_kernel(GatherParams<T> p) {
-  constexpr int kV = kVec16<T>;
-  using V = Vec<T, kV>;
-  pdl_launch_dependents();
-  pdl_wait();
-  const T* src = p.src + static_cast<std::int64_t>(p.rows[blockIdx.x]) * p.hidden;
-  T* dst = p.dst + static_cast<std::int64_t>(blockIdx.x) * p.hidden;
-  for (int i = threadIdx.x * kV; i < p.hidden; i += blockDim.x * kV) store_vec(dst + i, load_vec<V>(src + i));
 }
 
 }  // namespace tunable::kernels

@@ -80,8 +80,9 @@ cudaError_t launch_gather_rows(Elem t, const void* src, const int* rows, void* d
                                cudaStream_t stream) {
   return by_elem(t, [&](auto z) {
     using T = decltype(z);
-    k::GatherParams<T> p{static_cast<const T*>(src), rows, static_cast<T*>(dst), hidden};
-    return k::launch_kernel(k::gather_rows_kernel<T>, dim3(n), dim3(256), 0, stream, p);
+    // A gather is an embedding lookup in `src` (no kernel of the launch writes it) with scale 1.
+    k::EmbedParams<T> p{rows, static_cast<const T*>(src), static_cast<T*>(dst), hidden, 1.f};
+    return k::launch_kernel(k::embed_kernel<T>, dim3(n), dim3(256), 0, stream, p);
   });
 }
 
