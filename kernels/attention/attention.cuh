@@ -76,14 +76,14 @@ inline constexpr std::size_t decode_attention_static_smem_bound(int head_dim) {
 
 /// Dynamic shared memory of a decode launch (16-bit elements): rotated queries (fp32) and the
 /// span's scores per head, a tile of the span's keys and one of its values, the raw queries; the
-/// combining block reuses it for every span's weight and sum per head. Kept small: a block that
+/// combining block reuses it for every span's weight per head. Kept small: a block that
 /// needs more shared memory than the kernels around it may not start on an SM they occupy.
 inline std::size_t decode_attention_smem(int heads_per_block, int head_dim, int chunk_cap, int tile_keys,
                                          int splits) {
   const std::size_t hpb = static_cast<std::size_t>(heads_per_block), d = static_cast<std::size_t>(head_dim),
                     c = static_cast<std::size_t>(chunk_cap), t = static_cast<std::size_t>(tile_keys);
   const std::size_t work = hpb * (d + (c + 3) / 4 * 4) * sizeof(float) + 2 * t * d * 2 + hpb * d * 2;
-  const std::size_t combine = 2 * hpb * static_cast<std::size_t>(splits) * sizeof(float);
+  const std::size_t combine = hpb * static_cast<std::size_t>(splits) * sizeof(float);
   return work > combine ? work : combine;
 }
 
@@ -239,48 +239,53 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   __syncthreads();
 
   const std::int64_t part_row = static_cast<std::int64_t>(row) * p.heads;
-  // P V over the span (shared memory): a thread owns kDPer adjacent dimensions of every head of the
-  // block; normalized and final when the span is the only one, else partial.
-  constexpr int kDPer = D >= 2 * kDecodeAttnThreads ? D / kDecodeAttnThreads : 1;
-  using VV = Vec<T, kDPer>;
-  static_assert(D <= kDecodeAttnThreads * kDPer, "one slice of dimensions per thread");
-  {
-    const int d = threadIdx.x * kDPer;
-    const bool mine = d < D;  // head_dim 64: half the threads hold no dimensions
-    float acc[kMaxAttnGroup][kDPer];
-#pragma unroll
-    for (int g = 0; g < kMaxAttnGroup; ++g)
-#pragma unroll
-      for (int e = 0; e < kDPer; ++e) acc[g][e] = 0.f;
-    auto accumulate = [&](const VV& v, int j) {
-#pragma unroll
-      for (int e = 0; e < kDPer; ++e) {
-        const float x = to_float(v.v[e]);
-#pragma unroll
-        for (int g = 0; g < kMaxAttnGroup; ++g)
-          if (g < hpb) acc[g][e] = fmaf(s_s[g * p.chunk_cap + j], x, acc[g][e]);
-      }
-    };
-    for (int t0 = 0; t0 < nc; t0 += tile) {
-      const int tn = min(tile, nc - t0);
-      if (!one_tile) {
-        __syncthreads();
-        load_rows(v_s, vc + static_cast<std::int64_t>(s0 + t0) * D, tn);
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
-      }
-      if (mine)
-        for (int j = 0; j < tn; ++j) accumulate(load_vec<VV>(v_s + j * D + d), t0 + j);
+  // P V over the span: the block's hpb x D outputs in items of four adjacent dimensions of one head,
+  // spread over the threads, so the work is in proportion to the heads the block holds (a thread
+  // holding every head's slice in registers paid for the largest group at every size). An item is
+  // summed over one tile of values at a time and carried between tiles in shared memory, over the
+  // rotated queries (done with). Normalized and final when the span is the only one, else partial.
+  using V4 = Vec<T, 4>;
+  float* o_s = q_s;  // [hpb][D]
+  const int items = hpb * (D / 4);
+  const int tiles = max(1, (nc + tile - 1) / tile);
+  for (int t = 0; t < tiles; ++t) {
+    const int t0 = t * tile, tn = max(0, min(tile, nc - t0));
+    if (!one_tile) {
+      __syncthreads();
+      load_rows(v_s, vc + static_cast<std::int64_t>(s0 + t0) * D, tn);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
     }
-    if (has_new && mine) accumulate(load_vec<VV>(vnew_s + d), n - 1);
+    const bool last = t == tiles - 1;
+    for (int i = threadIdx.x; i < items; i += kDecodeAttnThreads) {
+      const int g = i / (D / 4), d = (i - g * (D / 4)) * 4;
+      const float* w = s_s + g * p.chunk_cap;
+      float a[4] = {0.f, 0.f, 0.f, 0.f};
+      if (t > 0) {
+        const float4 c = *reinterpret_cast<const float4*>(o_s + g * D + d);
+        a[0] = c.x, a[1] = c.y, a[2] = c.z, a[3] = c.w;
+      }
+      auto accumulate = [&](const V4& v, float wj) {
 #pragma unroll
-    for (int g = 0; g < kMaxAttnGroup; ++g) {
-      if (g >= hpb || !mine) break;
+        for (int e = 0; e < 4; ++e) a[e] = fmaf(wj, to_float(v.v[e]), a[e]);
+      };
+#pragma unroll 4
+      for (int j = 0; j < tn; ++j) accumulate(load_vec<V4>(v_s + j * D + d), w[t0 + j]);
+      if (!last) {
+        *reinterpret_cast<float4*>(o_s + g * D + d) = make_float4(a[0], a[1], a[2], a[3]);
+        continue;
+      }
+      if (has_new) accumulate(load_vec<V4>(vnew_s + d), w[n - 1]);
+      if (active == 1) {
+        const float inv = 1.f / ml_s[g][1];
+        V4 o;
 #pragma unroll
-      for (int e = 0; e < kDPer; ++e) {
-        if (active == 1) p.out[row * p.out_stride + (head0 + g) * D + d + e] = from_float<T>(acc[g][e] / ml_s[g][1]);
-        else p.part_acc[((part_row + head0 + g) * p.splits + split) * D + d + e] = acc[g][e];
+        for (int e = 0; e < 4; ++e) o.v[e] = from_float<T>(a[e] * inv);
+        store_vec(p.out + row * p.out_stride + (head0 + g) * D + d, o);
+      } else {
+        *reinterpret_cast<float4*>(p.part_acc + ((part_row + head0 + g) * p.splits + split) * D + d) =
+            make_float4(a[0], a[1], a[2], a[3]);
       }
     }
   }
@@ -298,31 +303,32 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
   if (!last_s) return;
   __threadfence();
   // The last span's block combines every span with weights exp(m_s - M) / L (an empty span weighs
-  // 0): the weights first, into shared memory, then the outputs four at a time with every span's
-  // loads in flight.
-  float* w_s = smem;                    // [hpb][splits], over the queries and scores: done with
-  float* l_s = smem + hpb * p.splits;   // [hpb][splits]
-  for (int i = threadIdx.x; i < hpb * active; i += kDecodeAttnThreads) {
-    const int g = i / active, sp = i - g * active;
-    const float* ml = p.part_ml + ((part_row + head0 + g) * p.splits + sp) * 2;
-    w_s[g * p.splits + sp] = __ldcg(ml);
-    l_s[g * p.splits + sp] = __ldcg(ml + 1);
-  }
-  __syncthreads();
-  if (threadIdx.x < hpb) {
-    const int g = threadIdx.x;
-    float m_max = -INFINITY;
-    for (int sp = 0; sp < active; ++sp) m_max = fmaxf(m_max, w_s[g * p.splits + sp]);
-    float l = 0.f;
-    for (int sp = 0; sp < active; ++sp) {
-      const float w = w_s[g * p.splits + sp] == -INFINITY ? 0.f : __expf(w_s[g * p.splits + sp] - m_max);
-      w_s[g * p.splits + sp] = w;
-      l = fmaf(l_s[g * p.splits + sp], w, l);
+  // 0): a warp per head and a lane per span compute the weights into shared memory, then the
+  // outputs four at a time with every span's loads in flight.
+  static_assert(kMaxAttnSplits <= 64, "two spans per lane");
+  float* w_s = smem;  // [hpb][splits], over the queries and scores: done with
+  for (int g = warp; g < hpb; g += kWarps) {
+    const float* ml = p.part_ml + (part_row + head0 + g) * p.splits * 2;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int sp = lane + 32 * k;
+      if (sp < active) {
+        const float2 x = __ldcg(reinterpret_cast<const float2*>(ml + sp * 2));
+        m[k] = x.x, l[k] = x.y;
+      }
     }
-    for (int sp = 0; sp < active; ++sp) w_s[g * p.splits + sp] /= l;
+    const float m_max = warp_reduce(fmaxf(m[0], m[1]), MaxOp{});
+    float w[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) w[k] = m[k] == -INFINITY ? 0.f : __expf(m[k] - m_max);
+    const float inv = 1.f / warp_reduce(fmaf(l[0], w[0], l[1] * w[1]), SumOp{});
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+      if (lane + 32 * k < active) w_s[g * p.splits + lane + 32 * k] = w[k] * inv;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < hpb * (D / 4); i += kDecodeAttnThreads) {
+  for (int i = threadIdx.x; i < items; i += kDecodeAttnThreads) {
     const int g = i / (D / 4), d = (i - g * (D / 4)) * 4;
     const float* acc = p.part_acc + (part_row + head0 + g) * p.splits * D + d;
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -335,11 +341,12 @@ __global__ void __launch_bounds__(kDecodeAttnThreads) decode_attention_kernel(De
       a.z = fmaf(x.z, w, a.z);
       a.w = fmaf(x.w, w, a.w);
     }
-    T* o = p.out + row * p.out_stride + (head0 + g) * D + d;
-    o[0] = from_float<T>(a.x);
-    o[1] = from_float<T>(a.y);
-    o[2] = from_float<T>(a.z);
-    o[3] = from_float<T>(a.w);
+    V4 o;
+    o.v[0] = from_float<T>(a.x);
+    o.v[1] = from_float<T>(a.y);
+    o.v[2] = from_float<T>(a.z);
+    o.v[3] = from_float<T>(a.w);
+    store_vec(p.out + row * p.out_stride + (head0 + g) * D + d, o);
   }
   if (threadIdx.x == 0) *counter = 0u;
 }
