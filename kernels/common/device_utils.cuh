@@ -376,23 +376,37 @@ bool pdl_supported(Kernel kernel) {
   return major >= 9;
 }
 
-/// kernel<<<grid, block, smem, stream>>>(args...) through cudaLaunchKernelEx: programmatic-dependent
-/// when `pdl` (the caller has checked the kernel and device allow it), in thread-block clusters of
-/// `cluster` blocks when that is more than one block (sm_90).
+/// Launch attributes beyond the grid: programmatic dependent launch (the caller has checked the
+/// kernel and device allow it), a thread-block cluster shape (sm_90), and a preferred shared-memory
+/// carveout in percent of the SM's maximum (-1: the kernel's own setting). The carveout is a launch
+/// attribute, not the function's, so that graphs capturing one kernel at several grid sizes keep each
+/// launch's own.
+struct LaunchAttrs {
+  bool pdl = false;
+  dim3 cluster{1, 1, 1};
+  int carveout = -1;
+};
+
+/// kernel<<<grid, block, smem, stream>>>(args...) through cudaLaunchKernelEx with `attrs`.
 template <class... Params, class... Args>
-cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                             cudaStream_t stream, bool pdl, dim3 cluster, Args&&... args) {
-  cudaLaunchAttribute attr[2];
+cudaError_t launch_kernel_with(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                               cudaStream_t stream, const LaunchAttrs& attrs, Args&&... args) {
+  cudaLaunchAttribute attr[3];
   unsigned n = 0;
-  if (pdl) {
+  if (attrs.pdl) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n++].val.programmaticStreamSerializationAllowed = 1;
   }
+  const dim3 cluster = attrs.cluster;
   if (cluster.x * cluster.y * cluster.z > 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
     attr[n].val.clusterDim.x = cluster.x;
     attr[n].val.clusterDim.y = cluster.y;
     attr[n++].val.clusterDim.z = cluster.z;
+  }
+  if (attrs.carveout >= 0) {
+    attr[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attr[n++].val.sharedMemCarveout = static_cast<unsigned>(attrs.carveout);
   }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
@@ -406,6 +420,15 @@ cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, s
   // cudaGetLastError (a later candidate's or the caller's own).
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;
+}
+
+/// kernel<<<grid, block, smem, stream>>>(args...): programmatic-dependent when `pdl`, in clusters of
+/// `cluster` blocks when that is more than one block.
+template <class... Params, class... Args>
+cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                             cudaStream_t stream, bool pdl, dim3 cluster, Args&&... args) {
+  return launch_kernel_with(kernel, grid, block, smem, stream, LaunchAttrs{pdl, cluster, -1},
+                            std::forward<Args>(args)...);
 }
 
 /// kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch where the

@@ -44,6 +44,28 @@ cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
+/// The decode attention's shared-memory carveout (percent of the SM's maximum): room for the
+/// blocks each SM must hold for the grid to run in one wave, and no more. Left to the driver the
+/// configuration was larger than the kernels around it use, and an SM changes configuration only
+/// once drained, so the next kernel's early (programmatic) launch could not overlap: Gemma-2B's step
+/// lost ~3 us per layer. The smallest configuration that holds one block cost Llama-3-8B, whose grid
+/// needs two or three blocks per SM, a second wave.
+int decode_attention_carveout(dim3 grid, std::size_t block_smem) {
+  int dev = 0, sms = 0, smem_sm = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess || sms <= 0 ||
+      smem_sm <= 0) {
+    (void)cudaGetLastError();
+    return -1;  // the kernel's own setting
+  }
+  const std::size_t blocks = static_cast<std::size_t>(grid.x) * grid.y * grid.z;
+  const std::size_t per_sm = (blocks + static_cast<std::size_t>(sms) - 1) / static_cast<std::size_t>(sms);
+  constexpr std::size_t kReservedPerBlock = 1024;  // the runtime's shared memory per block (sm_80+)
+  const std::size_t need = per_sm * (block_smem + kReservedPerBlock);
+  return static_cast<int>(std::min<std::size_t>(100, (100 * need + static_cast<std::size_t>(smem_sm) - 1) /
+                                                         static_cast<std::size_t>(smem_sm)));
+}
+
 }  // namespace
 
 cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, int rows, int hidden, float scale,
@@ -132,17 +154,13 @@ cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttn
                                a.heads_per_block, a.splits, a.chunk_cap, a.min_chunk, a.tile_keys, s.scale};
       const std::size_t smem = k::decode_attention_smem(a.heads_per_block, D, a.chunk_cap, a.tile_keys, a.splits);
       if (cudaError_t e = allow_smem(k::decode_attention_kernel<T, D>, smem); e != cudaSuccess) return e;
-      // The smallest shared-memory configuration that holds a block: left to the driver it got a
-      // larger one than the kernels around it, and a step of Gemma-2B lost 3 us per layer (an SM
-      // changes configuration only once drained, so the next kernel's early launch cannot overlap).
-      if (cudaError_t e = cudaFuncSetAttribute(k::decode_attention_kernel<T, D>,
-                                               cudaFuncAttributePreferredSharedMemoryCarveout,
-                                               cudaSharedmemCarveoutMaxL1);
-          e != cudaSuccess)
-        return e;
       const int chunks = s.heads / s.kv_heads / a.heads_per_block;
-      return k::launch_kernel(k::decode_attention_kernel<T, D>, dim3(a.splits, s.kv_heads * chunks, rows),
-                              dim3(k::kDecodeAttnThreads), smem, stream, p);
+      const dim3 grid(a.splits, s.kv_heads * chunks, rows);
+      k::LaunchAttrs attrs;
+      attrs.pdl = k::pdl_supported(k::decode_attention_kernel<T, D>);
+      attrs.carveout = decode_attention_carveout(grid, smem + k::decode_attention_static_smem_bound(D));
+      return k::launch_kernel_with(k::decode_attention_kernel<T, D>, grid, dim3(k::kDecodeAttnThreads), smem, stream,
+                                   attrs, p);
     });
   });
 }
