@@ -51,17 +51,18 @@ cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
 /// lost ~3 us per layer. The smallest configuration that holds one block cost Llama-3-8B, whose grid
 /// needs two or three blocks per SM, a second wave.
 int decode_attention_carveout(dim3 grid, std::size_t block_smem) {
-  int dev = 0, sms = 0, smem_sm = 0;
+  int dev = 0, sms = 0, smem_sm = 0, reserved = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess || sms <= 0 ||
+      cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess || sms <= 0 ||
       smem_sm <= 0) {
     (void)cudaGetLastError();
     return -1;  // the kernel's own setting
   }
   const std::size_t blocks = static_cast<std::size_t>(grid.x) * grid.y * grid.z;
   const std::size_t per_sm = (blocks + static_cast<std::size_t>(sms) - 1) / static_cast<std::size_t>(sms);
-  constexpr std::size_t kReservedPerBlock = 1024;  // the runtime's shared memory per block (sm_80+)
-  const std::size_t need = per_sm * (block_smem + kReservedPerBlock);
+  // The runtime reserves shared memory per block (1 KiB on sm_80+) on top of the kernel's own.
+  const std::size_t need = per_sm * (block_smem + static_cast<std::size_t>(std::max(reserved, 0)));
   return static_cast<int>(std::min<std::size_t>(100, (100 * need + static_cast<std::size_t>(smem_sm) - 1) /
                                                          static_cast<std::size_t>(smem_sm)));
 }

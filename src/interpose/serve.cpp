@@ -266,21 +266,17 @@ class Interposer {
     };
     auto layout = [&](void* l, Layout* v) {
       auto h = static_cast<cublasLtMatrixLayout_t>(l);
-      std::size_t w = 0;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_TYPE, &v->type, sizeof v->type, &w) ==
-            CUBLAS_STATUS_SUCCESS;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_ORDER, &v->order, sizeof v->order, &w) ==
-            CUBLAS_STATUS_SUCCESS;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_ROWS, &v->rows, sizeof v->rows, &w) ==
-            CUBLAS_STATUS_SUCCESS;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_COLS, &v->cols, sizeof v->cols, &w) ==
-            CUBLAS_STATUS_SUCCESS;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_LD, &v->ld, sizeof v->ld, &w) ==
-            CUBLAS_STATUS_SUCCESS;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &v->batch, sizeof v->batch, &w) ==
-            CUBLAS_STATUS_SUCCESS;
-      ok &= cublasLtMatrixLayoutGetAttribute(h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &v->stride,
-                                             sizeof v->stride, &w) == CUBLAS_STATUS_SUCCESS;
+      auto attr = [&](cublasLtMatrixLayoutAttribute_t a, auto* x) {
+        std::size_t w = 0;
+        ok &= cublasLtMatrixLayoutGetAttribute(h, a, x, sizeof *x, &w) == CUBLAS_STATUS_SUCCESS;
+      };
+      attr(CUBLASLT_MATRIX_LAYOUT_TYPE, &v->type);
+      attr(CUBLASLT_MATRIX_LAYOUT_ORDER, &v->order);
+      attr(CUBLASLT_MATRIX_LAYOUT_ROWS, &v->rows);
+      attr(CUBLASLT_MATRIX_LAYOUT_COLS, &v->cols);
+      attr(CUBLASLT_MATRIX_LAYOUT_LD, &v->ld);
+      attr(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &v->batch);
+      attr(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &v->stride);
     };
     if (call.desc == nullptr || call.a_layout == nullptr || call.b_layout == nullptr || call.c_layout == nullptr ||
         call.d_layout == nullptr) {

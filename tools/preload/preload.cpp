@@ -183,6 +183,14 @@ TunablePreloadGemm call_of(int entry, cublasHandle_t h, cublasOperation_t ta, cu
   return g;
 }
 
+/// The batch of a strided-batched entry point.
+TunablePreloadGemm batched(TunablePreloadGemm g, int batch, long long stride_a, long long stride_b,
+                           long long stride_c) {
+  g.batch = batch;
+  g.stride_a = stride_a, g.stride_b = stride_b, g.stride_c = stride_c;
+  return g;
+}
+
 }  // namespace
 
 extern "C" {
@@ -305,12 +313,11 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
   static const auto fn = real<Fn>("cublasGemmStridedBatchedEx");
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (t_depth == 0) {
-    TunablePreloadGemm g = call_of(TUNABLE_ENTRY_GEMM_STRIDED_BATCHED_EX, handle, transa, transb, m, n, k, alpha, A,
-                                   lda, B, ldb, beta, C, ldc);
+    TunablePreloadGemm g = batched(call_of(TUNABLE_ENTRY_GEMM_STRIDED_BATCHED_EX, handle, transa, transb, m, n, k,
+                                           alpha, A, lda, B, ldb, beta, C, ldc),
+                                   batchCount, strideA, strideB, strideC);
     g.a_type = Atype, g.b_type = Btype, g.c_type = Ctype;
     g.compute_type = computeType;
-    g.batch = batchCount;
-    g.stride_a = strideA, g.stride_b = strideB, g.stride_c = strideC;
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
   return forward(fn, handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype,
@@ -325,10 +332,9 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
   static const auto fn = real<decltype(&cublasSgemmStridedBatched)>("cublasSgemmStridedBatched");
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (t_depth == 0) {
-    TunablePreloadGemm g = call_of(TUNABLE_ENTRY_SGEMM_STRIDED_BATCHED, handle, transa, transb, m, n, k, alpha, A, lda,
-                                   B, ldb, beta, C, ldc);
-    g.batch = batchCount;
-    g.stride_a = strideA, g.stride_b = strideB, g.stride_c = strideC;
+    TunablePreloadGemm g = batched(call_of(TUNABLE_ENTRY_SGEMM_STRIDED_BATCHED, handle, transa, transb, m, n, k, alpha,
+                                           A, lda, B, ldb, beta, C, ldc),
+                                   batchCount, strideA, strideB, strideC);
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
   return forward(fn, handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
@@ -343,10 +349,9 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_
   static const auto fn = real<decltype(&cublasHgemmStridedBatched)>("cublasHgemmStridedBatched");
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (t_depth == 0) {
-    TunablePreloadGemm g = call_of(TUNABLE_ENTRY_HGEMM_STRIDED_BATCHED, handle, transa, transb, m, n, k, alpha, A, lda,
-                                   B, ldb, beta, C, ldc);
-    g.batch = batchCount;
-    g.stride_a = strideA, g.stride_b = strideB, g.stride_c = strideC;
+    TunablePreloadGemm g = batched(call_of(TUNABLE_ENTRY_HGEMM_STRIDED_BATCHED, handle, transa, transb, m, n, k, alpha,
+                                           A, lda, B, ldb, beta, C, ldc),
+                                   batchCount, strideA, strideB, strideC);
     if (serve(&g)) return CUBLAS_STATUS_SUCCESS;
   }
   return forward(fn, handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
