@@ -43,6 +43,9 @@ namespace {
 using engine::Elem;
 
 constexpr std::size_t kAlign = 256;
+/// Staging slots for the small arrays a prefill pass uploads (a few per pass: passes can be
+/// enqueued this many uploads ahead of the GPU).
+constexpr std::size_t kUploadSlots = 32;
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 Status launch_status(cudaError_t e, const char* what) {
@@ -116,7 +119,7 @@ class Engine::Impl {
     for (auto& [k, g] : graphs_) (void)cudaGraphExecDestroy(g);
     if (stream_) (void)cudaStreamSynchronize(stream_);
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
-    if (upload_done_) (void)cudaEventDestroy(upload_done_);
+    for (cudaEvent_t e : upload_ready_) (void)cudaEventDestroy(e);
     if (host_) (void)cudaFreeHost(host_);
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
@@ -201,10 +204,13 @@ class Engine::Impl {
   unsigned *attn_counters_ = nullptr, *argmax_counters_ = nullptr;
   engine::SampleSettings* sampling_ = nullptr;  ///< the sampler's settings, written per generation
 
-  // Host staging (pinned): weight upload chunks, then small int arrays and token read-back.
+  // Host staging (pinned): weight upload chunks, then token read-back (first half) and small int
+  // arrays (second half: a ring of slots, each reused once its last copy has left).
   char* host_ = nullptr;
   std::size_t host_bytes_ = 0;
-  cudaEvent_t upload_done_ = nullptr;
+  std::vector<cudaEvent_t> upload_ready_;  ///< per slot: its last copy has completed
+  std::size_t upload_slot_bytes_ = 0;
+  int upload_next_ = 0;
   std::vector<cudaEvent_t> events_;
 
   std::map<GraphKey, cudaGraphExec_t> graphs_;
@@ -305,7 +311,6 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   std::size_t total = 0;
   TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_at_start_, &total));
   TUNABLE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  TUNABLE_CUDA_CHECK(cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming));
 
   Options topt = o.tuning;
   topt.enabled = true;
@@ -461,6 +466,13 @@ Status Engine::Impl::plan_memory() {
   TUNABLE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_), host_bytes_));
   events_.resize(4);
   for (auto& e : events_) TUNABLE_CUDA_CHECK(cudaEventCreate(&e));
+  // Upload slots hold the largest int array a pass uploads (segments, or two gather entries per row).
+  const std::size_t up_rows = static_cast<std::size_t>(max_rows_) + static_cast<std::size_t>(opts_.max_batch);
+  upload_slot_bytes_ = align_up(std::max(up_rows * sizeof(engine::Segment), 2 * up_rows * sizeof(int)));
+  const std::size_t slots = std::min<std::size_t>(kUploadSlots, host_bytes_ / 2 / upload_slot_bytes_);
+  if (slots == 0) return Status(StatusCode::kInternal, "engine upload staging too small for the prefill chunk");
+  upload_ready_.resize(slots);
+  for (auto& e : upload_ready_) TUNABLE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return Status::ok();
 }
 
@@ -834,11 +846,18 @@ Status Engine::Impl::decode_step(int rows, const SamplingParams& s) {
 
 Status Engine::Impl::upload_ints(const std::vector<int>& v, int* dst) {
   if (v.empty()) return Status::ok();
-  // The small arrays go through the second half of the staging buffer, after the previous upload.
-  TUNABLE_CUDA_CHECK(cudaEventSynchronize(upload_done_));
-  std::memcpy(host_ + host_bytes_ / 2, v.data(), v.size() * sizeof(int));
-  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst, host_ + host_bytes_ / 2, v.size() * sizeof(int), cudaMemcpyHostToDevice, stream_));
-  TUNABLE_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
+  const std::size_t bytes = v.size() * sizeof(int);
+  if (bytes > upload_slot_bytes_) return Status(StatusCode::kInternal, "engine upload larger than its staging slot");
+  // The next slot of the ring: its previous copy was enqueued kUploadSlots uploads ago, so the host
+  // waits only when it runs that far ahead of the GPU (one slot waited for every earlier copy, and
+  // so for the whole previous prefill pass, before the next pass could be enqueued).
+  const int slot = upload_next_;
+  upload_next_ = (upload_next_ + 1) % static_cast<int>(upload_ready_.size());
+  TUNABLE_CUDA_CHECK(cudaEventSynchronize(upload_ready_[slot]));
+  char* src = host_ + host_bytes_ / 2 + static_cast<std::size_t>(slot) * upload_slot_bytes_;
+  std::memcpy(src, v.data(), bytes);
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  TUNABLE_CUDA_CHECK(cudaEventRecord(upload_ready_[slot], stream_));
   return Status::ok();
 }
 
