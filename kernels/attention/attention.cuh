@@ -64,7 +64,11 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv
   *o2 = from_float<T>(x2 * c + x1 * s);
 }
 
-inline constexpr int kDecodeAttnThreads = 128;
+/// Threads of a decode block. A block is a chain of latencies with one block per SM at batch 1, so
+/// two warps per scheduler rather than one: each warp's share of the scores, RoPE and combine halves
+/// and their latencies overlap (Gemma-2B: attention 0.135 -> 0.124 ms per step at batch 1, 0.218 ->
+/// 0.203 at batch 8, measured against 128 threads in one call).
+inline constexpr int kDecodeAttnThreads = 256;
 
 /// The decode kernel's static shared memory at most (per-head max and sum, the new key raw and
 /// rotated and the new value at 4 bytes an element, the RoPE frequencies, flags): the opt-in limit
