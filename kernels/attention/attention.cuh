@@ -66,8 +66,8 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int pos, float inv
 
 /// Threads of a decode block. A block is a chain of latencies with one block per SM at batch 1, so
 /// two warps per scheduler rather than one: each warp's share of the scores, RoPE and combine halves
-/// and their latencies overlap (Gemma-2B: attention 0.135 -> 0.124 ms per step at batch 1, 0.218 ->
-/// 0.203 at batch 8, measured against 128 threads in one call).
+/// and their latencies overlap (Gemma-2B's attention on an H100: 8 % faster than with 128 threads at
+/// batch 1, 7 % at batch 8).
 inline constexpr int kDecodeAttnThreads = 256;
 
 /// The decode kernel's static shared memory at most (per-head max and sum, the new key raw and
