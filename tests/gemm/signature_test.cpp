@@ -5,6 +5,14 @@
 namespace tunable {
 namespace {
 
+/// An e4m3 ScaledGemm in F.linear's layout writing bf16.
+GemmDesc scaled_gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmDesc d = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, m, n, k);
+  d.op = GemmOp::kScaledGemm;
+  d.out_dtype = DataType::kBF16;
+  return d;
+}
+
 TEST(GemmSignature, MatchesTunableOpSpelling) {
   GemmDesc d = GemmDesc::make(DataType::kBF16, Transpose::kT, Transpose::kN, 4096, 1, 4096);
   d.ldc = 4096;
@@ -63,9 +71,7 @@ TEST(GemmSignature, RoundTripsEveryOp) {
 }
 
 TEST(GemmSignature, MixedFp8TypesAreNamedAndKeyed) {
-  GemmDesc d = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 4096, 16, 4096);
-  d.op = GemmOp::kScaledGemm;
-  d.out_dtype = DataType::kBF16;
+  const GemmDesc d = scaled_gemm(4096, 16, 4096);
   GemmDesc mixed = d;
   mixed.dtype_b = DataType::kF8E5M2;
   ASSERT_TRUE(validate(mixed).is_ok()) << validate(mixed).to_string();
@@ -95,9 +101,7 @@ TEST(GemmSignature, MixedFp8TypesAreNamedAndKeyed) {
 }
 
 TEST(GemmSignature, RowwiseScalesAreNamedKeyedAndScaledGemmOnly) {
-  GemmDesc d = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 4096, 8, 2048);
-  d.op = GemmOp::kScaledGemm;
-  d.out_dtype = DataType::kBF16;
+  const GemmDesc d = scaled_gemm(4096, 8, 2048);
   GemmDesc rw = d;
   rw.scale_mode = ScaleMode::kRowwise;
   ASSERT_TRUE(validate(rw).is_ok()) << validate(rw).to_string();
