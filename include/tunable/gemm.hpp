@@ -20,7 +20,7 @@ enum class GemmOp {
   kGemm,                ///< one GEMM
   kGemmStridedBatched,  ///< `batch` GEMMs at fixed strides
   kGemmAndBias,         ///< one GEMM plus a bias vector (length m) and an optional activation
-  kScaledGemm,          ///< FP8 inputs with per-tensor scale pointers
+  kScaledGemm,          ///< FP8 inputs with per-tensor scale pointers, or FP8 weights alone (see dtype_b)
 };
 
 enum class Epilogue {
@@ -36,7 +36,8 @@ enum class ScaleMode {
   /// Outer vectors (PyTorch's rowwise _scaled_mm): scale_a holds m floats, one per row of op(A) (an
   /// output channel of F.linear's TN GEMM), scale_b n floats, one per column of op(B) (a token):
   /// C[i][j] = alpha * scale_a[i] * scale_b[j] * (op(A) op(B))[i][j]. Per-channel weight and
-  /// per-token activation scales, what FP8 weights need to keep their accuracy.
+  /// per-token activation scales, what FP8 weights need to keep their accuracy. Weight-only
+  /// problems (a 16-bit B) have no scale_b: C[i][j] = alpha * scale_a[i] * (op(A) op(B))[i][j].
   kRowwise,
 };
 
@@ -44,7 +45,10 @@ struct GemmDesc {
   GemmOp op = GemmOp::kGemm;
   DataType dtype = DataType::kF32;      ///< type of A and B (kTF32: fp32 data, TF32 math)
   /// kScaledGemm only: B's type where it differs from A's (fp8e4m3 x fp8e5m2, the mix FP8
-  /// training uses for gradients); empty means B has `dtype` too.
+  /// training uses for gradients); empty means B has `dtype` too. bf16 or fp16 with an fp8e4m3 A
+  /// is the weight-only problem of FP8 decode (is_weight_only): tn, rowwise scales (scale_a per
+  /// row of op(A), no scale_b), C of B's type; served by our kernels, which convert A in registers
+  /// and are built for few tokens (cuBLASLt has no kernel for it, so Default is ours too).
   std::optional<DataType> dtype_b;
   DataType out_dtype = DataType::kF32;  ///< type of C; equals dtype except kScaledGemm and kTF32
   Transpose transa = Transpose::kN;
@@ -69,13 +73,19 @@ struct GemmOperands {
   void* c = nullptr;
   const void* bias = nullptr;       ///< kGemmAndBias / kScaledGemm: m elements of out_dtype
   /// kScaledGemm: device pointers to one float each, or to m and n floats (ScaleMode::kRowwise);
-  /// 16-byte aligned
+  /// 16-byte aligned. Weight-only problems: scale_a only (m floats), scale_b ignored.
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
 };
 
 /// B's element type: `dtype_b` where set, `dtype` otherwise.
 inline DataType b_type(const GemmDesc& d) { return d.dtype_b.value_or(d.dtype); }
+
+/// Whether `d` is the weight-only FP8 problem: ScaledGemm of an fp8e4m3 A with a 16-bit B.
+inline bool is_weight_only(const GemmDesc& d) {
+  return d.op == GemmOp::kScaledGemm && d.dtype == DataType::kF8E4M3 &&
+         (b_type(d) == DataType::kBF16 || b_type(d) == DataType::kF16);
+}
 
 /// Checks dims, leading dimensions, strides, op/dtype combinations; the message names the field.
 Status validate(const GemmDesc& desc);

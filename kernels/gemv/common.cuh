@@ -36,8 +36,9 @@ struct SkinnyParams {
   const void* bias = nullptr;     ///< m elements of the out type, or null
   const float* scale_a = nullptr; ///< device scalar multiplying the result, or null (fp8 only)
   const float* scale_b = nullptr; ///< device scalar multiplying the result, or null (fp8 only)
-  /// Rowwise scales (fp8 only; both or neither): y[i][j] also times row_scale[i] * col_scale[j]
-  /// (per output channel and per token), applied with the other factors before bias and beta.
+  /// Rowwise scales (fp8 weights only): y[i][j] also times row_scale[i] * col_scale[j] (per output
+  /// channel and per token), applied with the other factors before bias and beta. col_scale needs
+  /// row_scale; row_scale alone is the weight-only case (16-bit tokens carry no scale).
   const float* row_scale = nullptr;
   const float* col_scale = nullptr;
   float* partial = nullptr;       ///< [splits][n][m] fp32 partial sums when splits > 1
@@ -325,7 +326,7 @@ __device__ __forceinline__ void write_result(const SkinnyParams& p, int i, int j
                                              float scale) {
   const long long idx = static_cast<long long>(i) + static_cast<long long>(j) * p.ldc;
   float v = scale * acc;
-  if (p.row_scale) v *= __ldg(p.row_scale + i) * __ldg(p.col_scale + j);
+  if (p.row_scale) v *= p.col_scale ? __ldg(p.row_scale + i) * __ldg(p.col_scale + j) : __ldg(p.row_scale + i);
   if (p.beta != 0.f) v = fmaf(p.beta, load_out(p.out, p.y, idx), v);
   if (p.bias) v += load_out(p.out, p.bias, i);
   if (p.act == SkinnyAct::kRelu) {

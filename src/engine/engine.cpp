@@ -53,6 +53,11 @@ Status launch_status(cudaError_t e, const char* what) {
   return Status(StatusCode::kCudaError, fmt::format("{}: {}", what, cuda_error_text(e)));
 }
 
+/// FP8 weights: passes of at most this many rows (decode) run the weight-only GEMM on 16-bit
+/// activations, the wo kernels' token tile; larger ones (prefill) quantize the activations (W8A8),
+/// where reading the weight once per 8 tokens would cost more than the quantization.
+constexpr int kWeightOnlyRows = 8;
+
 /// Kernel kinds, for the per-kind breakdown (graphs of one kind's launches alone).
 enum Kind : unsigned {
   kGemmKind = 1,
@@ -60,7 +65,7 @@ enum Kind : unsigned {
   kNormKind = 4,
   kActivationKind = 8,
   kOtherKind = 16,  ///< embedding, row gather, token choice
-  kQuantKind = 32,  ///< FP8 weights: attention and activation outputs, logit rows quantized (the norms do it themselves)
+  kQuantKind = 32,  ///< FP8 weights, W8A8 passes: attention and activation outputs, logit rows quantized (the norms do it themselves)
   kAllKinds = 63,
 };
 const std::pair<Kind, const char*> kKindNames[] = {{kGemmKind, "gemm"},
@@ -151,9 +156,15 @@ class Engine::Impl {
     if (opts_.progress) opts_.progress(s);
   }
 
-  Status linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows);
+  /// FP8 weights: whether a pass of `rows` rows quantizes its GEMM inputs (W8A8) rather than
+  /// running the weight-only GEMM on 16-bit rows.
+  bool w8a8(int rows) const { return fp8_ && rows > kWeightOnlyRows; }
+  Status linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows,
+                bool q8);
+  Status linear_from(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows,
+                     bool q8, unsigned kinds);
   Status quantize(const void* x, std::int64_t x_stride, std::int64_t cols, int rows);
-  Status project_logits(const void* x, int rows);
+  Status project_logits(const void* x, int rows, bool q8);
   Status forward(const Pass& p, unsigned kinds, const SamplingParams* sampling);
   Status choose_tokens(const void* logits, int rows, const SamplingParams& s);
   Status decode_step(int rows, const SamplingParams& s);
@@ -632,10 +643,11 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
 
 // ---- the forward pass -----------------------------------------------------------------------------
 
-/// y = x W^T (+ bias). With FP8 weights x must be Q8_'s e4m3 rows, whose per-token scales S8_ and
-/// the weight's per-channel scales the rowwise ScaledGemm applies.
+/// y = x W^T (+ bias). With FP8 weights the rowwise ScaledGemm applies the weight's per-channel
+/// scales: with q8, x must be Q8_'s e4m3 rows with their per-token scales S8_; without, x keeps the
+/// model's dtype (the weight-only GEMM).
 Status Engine::Impl::linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride,
-                            int rows) {
+                            int rows, bool q8) {
   GemmDesc d = GemmDesc::make(fp8_ ? DataType::kF8E4M3 : dtype_, Transpose::kT, Transpose::kN, l.out, rows, l.in);
   d.lda = l.in;
   d.ldb = x_stride;
@@ -646,7 +658,10 @@ Status Engine::Impl::linear(const Linear& l, const void* x, std::int64_t x_strid
     d.out_dtype = dtype_;
     d.scale_mode = ScaleMode::kRowwise;
     ops.scale_a = l.scales;
-    ops.scale_b = S8_;
+    if (q8)
+      ops.scale_b = S8_;
+    else
+      d.dtype_b = dtype_;
   }
   if (l.bias) {
     if (!fp8_) d.op = GemmOp::kGemmAndBias;
@@ -663,21 +678,33 @@ Status Engine::Impl::quantize(const void* x, std::int64_t x_stride, std::int64_t
                        "activation quantization");
 }
 
-/// LOGITS_ = output projection of `rows` normalized rows x ([rows, hidden], the model's dtype).
-Status Engine::Impl::project_logits(const void* x, int rows) {
-  if (!fp8_) return linear(lm_head_, x, h_, LOGITS_, vocab_, rows);
-  TUNABLE_RETURN_IF_ERROR(quantize(x, h_, h_, rows));
-  return linear(lm_head_, Q8_, h_, LOGITS_, vocab_, rows);
+/// The GEMM of `l` on `rows` rows x of the model's dtype: with q8 (a W8A8 pass) they are quantized
+/// into Q8_ first (the quantize kind), else the GEMM runs on x itself. `kinds` selects which of the
+/// two launch.
+Status Engine::Impl::linear_from(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride,
+                                 int rows, bool q8, unsigned kinds) {
+  if (q8 && (kinds & kQuantKind)) TUNABLE_RETURN_IF_ERROR(quantize(x, x_stride, l.in, rows));
+  if (!(kinds & kGemmKind)) return Status::ok();
+  return q8 ? linear(l, Q8_, l.in, y, y_stride, rows, true) : linear(l, x, x_stride, y, y_stride, rows, false);
+}
+
+/// LOGITS_ = output projection of `rows` normalized rows x ([rows, hidden], the model's dtype), in
+/// the mode of the pass that made them (q8: w8a8 of its row count).
+Status Engine::Impl::project_logits(const void* x, int rows, bool q8) {
+  return linear_from(lm_head_, x, h_, LOGITS_, vocab_, rows, q8, kGemmKind | kQuantKind);
 }
 
 Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams* sampling) {
   const bool g = kinds & kGemmKind, at = kinds & kAttentionKind, nm = kinds & kNormKind,
-             ac = kinds & kActivationKind, ot = kinds & kOtherKind, qt = fp8_ && (kinds & kQuantKind);
-  // FP8 weights: the norms write the next GEMM's input as e4m3 rows with per-token scales (Q8_,
-  // S8_); the attention and activation outputs are quantized by their own launch.
-  const Fp8Output norm_out = fp8_ ? Fp8Output::dynamic_per_token(S8_) : Fp8Output::none();
-  void* const Xn = fp8_ ? Q8_ : X_;
+             ac = kinds & kActivationKind, ot = kinds & kOtherKind;
   const int T = p.rows;
+  // FP8 weights, W8A8 passes: the norms write the next GEMM's input as e4m3 rows with per-token
+  // scales (Q8_, S8_); the attention and activation outputs are quantized by their own launch
+  // (linear_from). Passes of at most kWeightOnlyRows rows (decode) keep every activation 16-bit.
+  const bool q8 = w8a8(T);
+  const Fp8Output norm_out = q8 ? Fp8Output::dynamic_per_token(S8_) : Fp8Output::none();
+  void* const Xn = q8 ? Q8_ : X_;
+  const unsigned gq = kinds & (kGemmKind | kQuantKind);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const NormWeight conv = cfg_.gemma_norm ? NormWeight::kGemma : NormWeight::kLlama;
   const Activation act = cfg_.gelu_tanh ? Activation::kGeluTanh : Activation::kSilu;
@@ -704,7 +731,7 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
         TUNABLE_RETURN_IF_ERROR(
             fused_add_rms_norm(*ctx_, Xn, D_, R_, L.attn_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
     }
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.qkv, Xn, h_, QKV_, qkv_dim_, T));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.qkv, Xn, h_, QKV_, qkv_dim_, T, q8));
     if (at) {
       char* kc = k_cache_ + layer_cache_bytes_ * l;
       char* vc = v_cache_ + layer_cache_bytes_ * l;
@@ -733,17 +760,15 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
             "prefill attention"));
       }
     }
-    if (qt) TUNABLE_RETURN_IF_ERROR(quantize(ATT_, nq_ * hd_, nq_ * hd_, T));
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.o, fp8_ ? Q8_ : ATT_, nq_ * hd_, A_, h_, T));
+    TUNABLE_RETURN_IF_ERROR(linear_from(L.o, ATT_, nq_ * hd_, A_, h_, T, q8, gq));
     if (nm)
       TUNABLE_RETURN_IF_ERROR(
           fused_add_rms_norm(*ctx_, Xn, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, Xn, h_, GU_, 2 * inter_, T));
+    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, Xn, h_, GU_, 2 * inter_, T, q8));
     if (ac) TUNABLE_RETURN_IF_ERROR(act_and_mul(*ctx_, ACT_, GU_, T, inter_, 2 * inter_, inter_, dtype_, act, stream_));
-    // A separate launch: one block per row (the per-token scale needs the row's amax) had to
-    // evaluate every activation of the row on one SM, 3-4x slower than the two launches.
-    if (qt) TUNABLE_RETURN_IF_ERROR(quantize(ACT_, inter_, inter_, T));
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.down, fp8_ ? Q8_ : ACT_, inter_, D_, h_, T));
+    // W8A8: the quantization is a launch of its own; one block per row (the per-token scale needs
+    // the row's amax) had to evaluate every activation of the row on one SM, 3-4x slower than two.
+    TUNABLE_RETURN_IF_ERROR(linear_from(L.down, ACT_, inter_, D_, h_, T, q8, gq));
   }
   // The final norm keeps the model's dtype: prefill gathers its rows, prompt_logits projects them
   // in groups.
@@ -759,8 +784,7 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
                                             "last-row gather"));
     lin = LIN_;
   }
-  if (qt) TUNABLE_RETURN_IF_ERROR(quantize(lin, h_, h_, n));
-  if (g) TUNABLE_RETURN_IF_ERROR(linear(lm_head_, fp8_ ? Q8_ : lin, h_, LOGITS_, vocab_, n));
+  TUNABLE_RETURN_IF_ERROR(linear_from(lm_head_, lin, h_, LOGITS_, vocab_, n, q8, gq));
   if (ot && sampling) TUNABLE_RETURN_IF_ERROR(choose_tokens(LOGITS_, n, *sampling));
   return Status::ok();
 }
@@ -948,7 +972,8 @@ Status Engine::Impl::prefill(const std::vector<std::vector<std::int32_t>>& promp
     if (logits_all) {
       for (int r0 = 0; r0 < T; r0 += logit_rows_cap_) {
         const int n = std::min(logit_rows_cap_, T - r0);
-        TUNABLE_RETURN_IF_ERROR(project_logits(static_cast<char*>(X_) + static_cast<std::size_t>(r0) * h_ * esize_, n));
+        TUNABLE_RETURN_IF_ERROR(
+            project_logits(static_cast<char*>(X_) + static_cast<std::size_t>(r0) * h_ * esize_, n, w8a8(T)));
         const std::size_t at = logits->size();
         logits->resize(at + static_cast<std::size_t>(n) * vocab_);
         TUNABLE_RETURN_IF_ERROR(copy_logits_to_host(n, logits->data() + at));
@@ -1007,7 +1032,7 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
   std::vector<int> last(B);
   for (int b = 0; b < B; ++b) last[b] = static_cast<int>(prompts[b].size()) - 1;
   TUNABLE_RETURN_IF_ERROR(upload_ints(last, positions_));
-  TUNABLE_RETURN_IF_ERROR(project_logits(LIN_, B));
+  TUNABLE_RETURN_IF_ERROR(project_logits(LIN_, B, w8a8(B)));  // rows of the final norm, 16-bit whatever made them
   TUNABLE_RETURN_IF_ERROR(choose_tokens(LOGITS_, B, s));
   TUNABLE_CUDA_CHECK(cudaEventRecord(t1, stream_));
 
@@ -1134,7 +1159,7 @@ Status Engine::Impl::benchmark(int batch, int prompt_len, int new_tokens, int ru
   out->kind_ms_per_step.clear();
   SamplingParams greedy;
   for (const auto& [kind, name] : kKindNames) {
-    if (kind == kQuantKind && !fp8_) continue;
+    if (kind == kQuantKind && !w8a8(batch)) continue;  // nothing of that kind in this step
     std::vector<int> pos(batch, static_cast<int>(mean_pos));
     TUNABLE_RETURN_IF_ERROR(upload_ints(pos, positions_));
     cudaGraphExec_t g = nullptr;

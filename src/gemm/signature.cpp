@@ -79,10 +79,25 @@ Status validate(const GemmDesc& d) {
     if (!is_fp8(d.dtype))
       return Status(StatusCode::kNotSupported,
                     fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {}", short_name(d.dtype)));
-    if (!is_fp8(b_type(d)))
+    if (is_weight_only(d)) {
+      if (d.transa != Transpose::kT || d.transb != Transpose::kN)
+        return Status(StatusCode::kNotSupported,
+                      fmt::format("weight-only ScaledGemm (fp8e4m3 x {}) takes tn problems (the weight as "
+                                  "op(A) = A^T), not {}{}",
+                                  short_name(b_type(d)), to_char(d.transa), to_char(d.transb)));
+      if (d.scale_mode != ScaleMode::kRowwise)
+        return Status(StatusCode::kNotSupported,
+                      "weight-only ScaledGemm needs rowwise scales (scale_a: one per row of op(A))");
+      if (d.out_dtype != b_type(d))
+        return Status(StatusCode::kNotSupported,
+                      fmt::format("weight-only ScaledGemm writes B's type {}, not {}", short_name(b_type(d)),
+                                  short_name(d.out_dtype)));
+    } else if (!is_fp8(b_type(d))) {
       return Status(StatusCode::kNotSupported,
-                    fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {} for B",
+                    fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {} for B (a 16-bit B goes with "
+                                "an fp8e4m3 A only: weight-only)",
                                 short_name(b_type(d))));
+    }
     if (d.out_dtype != DataType::kBF16 && d.out_dtype != DataType::kF16 &&
         d.out_dtype != DataType::kF32)
       return Status(StatusCode::kNotSupported,
@@ -141,13 +156,15 @@ Status validate(const GemmDesc& d, const GemmOperands& o) {
   if (o.c == nullptr) return bad("operand C is null");
   const bool needs_bias = d.epilogue != Epilogue::kNone;
   if (needs_bias && o.bias == nullptr) return bad("the epilogue needs a bias pointer, got null");
-  if (d.op == GemmOp::kScaledGemm && (o.scale_a == nullptr || o.scale_b == nullptr))
+  const bool wo = is_weight_only(d);
+  if (wo && o.scale_a == nullptr) return bad("weight-only ScaledGemm needs scale_a (m floats on the device)");
+  if (d.op == GemmOp::kScaledGemm && !wo && (o.scale_a == nullptr || o.scale_b == nullptr))
     return bad("ScaledGemm needs scale_a and scale_b device pointers");
   auto misaligned = [](const void* p, std::size_t align) {
     return reinterpret_cast<std::uintptr_t>(p) % align != 0;
   };
   // cuBLASLt refuses FP8 scale pointers that are not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED).
-  if (d.op == GemmOp::kScaledGemm && (misaligned(o.scale_a, 16) || misaligned(o.scale_b, 16)))
+  if (d.op == GemmOp::kScaledGemm && (misaligned(o.scale_a, 16) || (!wo && misaligned(o.scale_b, 16))))
     return Status(StatusCode::kMisaligned, "ScaledGemm scale_a and scale_b must be 16-byte aligned");
   const std::size_t in = size_of(d.dtype), in_b = size_of(b_type(d)), out = size_of(d.out_dtype);
   if (misaligned(o.a, in) || misaligned(o.b, in_b))
@@ -208,7 +225,8 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
   const std::string types = om[2];
   if (d.op == GemmOp::kScaledGemm) {
     // "<A>_<B>_<C>", each a TunableOp type name that may itself contain '_'.
-    static const std::regex t3("^(Float8_e4m3fn|Float8_e5m2)_(Float8_e4m3fn|Float8_e5m2)_([A-Za-z0-9]+)$");
+    static const std::regex t3(
+        "^(Float8_e4m3fn|Float8_e5m2)_(Float8_e4m3fn|Float8_e5m2|BFloat16|Half)_([A-Za-z0-9]+)$");
     std::smatch tm;
     if (!std::regex_match(types, tm, t3))
       return Status(StatusCode::kParseError, fmt::format("bad ScaledGemm types in '{}'", op_sig));

@@ -94,10 +94,61 @@ TEST(GemmSignature, MixedFp8TypesAreNamedAndKeyed) {
   plain.dtype_b = DataType::kF16;
   EXPECT_EQ(validate(plain).code(), StatusCode::kNotSupported);
   EXPECT_NE(validate(plain).message().find("one type"), std::string::npos) << validate(plain).message();
+  // A 16-bit B goes with an e4m3 A only (the weight-only problem, below).
   GemmDesc half8 = mixed;
+  half8.dtype = DataType::kF8E5M2;
   half8.dtype_b = DataType::kBF16;
   EXPECT_EQ(validate(half8).code(), StatusCode::kNotSupported);
   EXPECT_NE(validate(half8).message().find("for B"), std::string::npos) << validate(half8).message();
+}
+
+TEST(GemmSignature, WeightOnlyIsNamedKeyedAndNarrow) {
+  GemmDesc wo = scaled_gemm(4096, 1, 2048);
+  wo.dtype_b = DataType::kBF16;
+  wo.scale_mode = ScaleMode::kRowwise;
+  ASSERT_TRUE(validate(wo).is_ok()) << validate(wo).to_string();
+  EXPECT_TRUE(is_weight_only(wo));
+  EXPECT_FALSE(is_weight_only(scaled_gemm(4096, 1, 2048)));
+  EXPECT_EQ(op_signature(wo), "ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_BFloat16_TN");
+  EXPECT_EQ(params_signature(wo), "tn_4096_1_2048_ld_2048_2048_4096_rw");
+  GemmDesc w8a8 = wo;
+  w8a8.dtype_b.reset();
+  EXPECT_NE(gemm_key({wo, {}}), gemm_key({w8a8, {}}));
+  GemmDesc back;
+  ASSERT_TRUE(parse_gemm_signature("ScaledGemmTunableOp_Float8_e4m3fn_Half_Half_TN",
+                                   "tn_4096_8_2048_ld_2048_2048_4096_rw_ep_bias", &back).is_ok());
+  EXPECT_TRUE(is_weight_only(back));
+  EXPECT_EQ(b_type(back), DataType::kF16);
+  EXPECT_EQ(back.out_dtype, DataType::kF16);
+  EXPECT_EQ(back.epilogue, Epilogue::kBias);
+  // Each refusal names what is wrong: per-tensor scales, another output type, another layout.
+  GemmDesc tensor = wo;
+  tensor.scale_mode = ScaleMode::kTensor;
+  EXPECT_EQ(validate(tensor).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(tensor).message().find("rowwise"), std::string::npos) << validate(tensor).message();
+  GemmDesc out32 = wo;
+  out32.out_dtype = DataType::kF32;
+  EXPECT_EQ(validate(out32).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(out32).message().find("B's type"), std::string::npos) << validate(out32).message();
+  GemmDesc nn = wo;
+  nn.transa = Transpose::kN;
+  nn.lda = 4096;
+  EXPECT_EQ(validate(nn).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(nn).message().find("tn problems"), std::string::npos) << validate(nn).message();
+  for (const char* file_line : {"tn_4096_8_2048_ld_2048_2048_4096", "nn_4096_8_2048_ld_4096_2048_4096_rw"}) {
+    const Status st = parse_gemm_signature("ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_BFloat16_TN", file_line, &back);
+    EXPECT_EQ(st.code(), StatusCode::kParseError) << file_line;
+  }
+  EXPECT_EQ(parse_gemm_signature("ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_Half_TN",
+                                 "tn_4096_8_2048_ld_2048_2048_4096_rw", &back).code(),
+            StatusCode::kParseError);
+  // Operands: scale_a is required, scale_b is not read (null is fine).
+  alignas(16) char buf[64];
+  GemmOperands ops{buf, buf, buf, nullptr, reinterpret_cast<const float*>(buf), nullptr};
+  EXPECT_TRUE(validate(wo, ops).is_ok()) << validate(wo, ops).to_string();
+  ops.scale_a = nullptr;
+  EXPECT_EQ(validate(wo, ops).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(validate(wo, ops).message().find("scale_a"), std::string::npos) << validate(wo, ops).message();
 }
 
 TEST(GemmSignature, RowwiseScalesAreNamedKeyedAndScaledGemmOnly) {

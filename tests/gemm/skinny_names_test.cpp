@@ -34,6 +34,14 @@ GemmArgs fp8_problem(std::int64_t rows, std::int64_t tokens, std::int64_t k) {
   return a;
 }
 
+/// The weight-only problem: e4m3 weights with row scales, bf16 tokens.
+GemmArgs wo_problem(std::int64_t rows, std::int64_t tokens, std::int64_t k) {
+  GemmArgs a = fp8_problem(rows, tokens, k);
+  a.desc.dtype_b = DataType::kBF16;
+  a.desc.scale_mode = ScaleMode::kRowwise;
+  return a;
+}
+
 std::vector<SolutionPtr<GemmArgs>> enumerate_ok(const GemmArgs& a) {
   std::vector<SolutionPtr<GemmArgs>> out;
   const Status st = skinny_gemm_provider(nullptr)->enumerate(a, &out);
@@ -58,7 +66,7 @@ TEST(SkinnyNames, EveryValidConfigRoundTrips) {
     ++per_family[tag(c.family)];
   }
   for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe, SkinnyFamily::kMmaTma,
-                         SkinnyFamily::kWgmma})
+                         SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly})
     EXPECT_GT(per_family[tag(f)], 0) << "no configuration of family " << tag(f);
   // The provider's from_name rebuilds every one of them, under the same name.
   const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
@@ -138,6 +146,9 @@ TEST(SkinnyNames, NamesInResultsFilesKeepTheirMeaning) {
       {"skinny_wgt_bf16_bm64_wk4_ksw2_b2s6", with_ring(config(F::kWgmma, bf16, 64, 4, KSplit::balanced(2)), 2, 6)},
       {"skinny_wgt_fp16_bm64_wk4_ks16_b8s2", with_ring(config(F::kWgmma, fp16, 64, 4, KSplit::splits(16)), 8, 2)},
       {"skinny_wgt_fp8e4m3_bm64_wk4_ks3_b2s6", with_ring(config(F::kWgmma, fp8, 64, 4, KSplit::splits(3)), 2, 6)},
+      {"skinny_wo_fp8e4m3_bm16_wk8_ksauto", config(F::kWeightOnly, fp8, 16, 8, KSplit::automatic())},
+      {"skinny_wo_fp8e4m3_bm32_wk16_ks4_wc", warp_contiguous(config(F::kWeightOnly, fp8, 32, 16, KSplit::splits(4)))},
+      {"skinny_wo_fp8e4m3_bm16_wk4_ksw2", config(F::kWeightOnly, fp8, 16, 4, KSplit::balanced(2))},
   };
   const std::vector<SkinnyConfig> all = skinny_all_configs();
   for (const auto& [name, want] : known) {
@@ -271,7 +282,7 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
 
 /// Tokens `f` takes at most (its token tiles).
 std::int64_t max_tokens(SkinnyFamily f) {
-  return f == SkinnyFamily::kGemv ? 8 : f == SkinnyFamily::kMmaTma ? 16 : 64;
+  return f == SkinnyFamily::kGemv || f == SkinnyFamily::kWeightOnly ? 8 : f == SkinnyFamily::kMmaTma ? 16 : 64;
 }
 
 TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
@@ -284,12 +295,16 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
   // Whether each candidate-table entry was offered for at least one problem of the suite: an entry
   // every problem refuses (a fixed or cluster split no shape can take) would never be timed.
   std::map<std::string, bool> offered_anywhere;
-  for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3}) {
+  // The weight-only problem (fp8e4m3 x bf16) last: the wo family's, and no other family's.
+  for (int kind = 0; kind < 4; ++kind) {
+    const bool wo = kind == 3;
+    const DataType t = kind == 0 ? DataType::kBF16 : kind == 1 ? DataType::kF16 : DataType::kF8E4M3;
     for (const auto& [rows, k] : shapes) {
       for (std::int64_t tokens : {1, 8, 16, 32, 64}) {
-        const GemmArgs a = t == DataType::kF8E4M3 ? fp8_problem(rows, tokens, k)
-                                                  : tn_problem(t, rows, tokens, k);
-        const std::string what = fmt::format("{} N={} K={} M={}", short_name(t), rows, k, tokens);
+        const GemmArgs a = wo                       ? wo_problem(rows, tokens, k)
+                           : t == DataType::kF8E4M3 ? fp8_problem(rows, tokens, k)
+                                                    : tn_problem(t, rows, tokens, k);
+        const std::string what = fmt::format("{}{} N={} K={} M={}", short_name(t), wo ? " x bf16" : "", rows, k, tokens);
         std::map<std::string, SkinnyConfig> table;
         for (const SkinnyConfig& c : skinny_candidate_configs(a.desc)) {
           EXPECT_TRUE(c.valid()) << c.name();
@@ -326,13 +341,13 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
         }
         // Every family contributes to a problem it serves, and none to one it does not.
         for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe,
-                               SkinnyFamily::kMmaTma, SkinnyFamily::kWgmma}) {
-          if (tokens <= max_tokens(f))
+                               SkinnyFamily::kMmaTma, SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly}) {
+          if (tokens <= max_tokens(f) && (f == SkinnyFamily::kWeightOnly) == wo)
             EXPECT_GT(per_family[f], 0) << what << ": no candidate of " << skinny_family_tag(f);
           else
             EXPECT_EQ(per_family[f], 0) << what << ": " << skinny_family_tag(f) << " offered above its tokens";
         }
-        if (tokens <= max_tokens(SkinnyFamily::kMmaTma)) {
+        if (!wo && tokens <= max_tokens(SkinnyFamily::kMmaTma)) {
           EXPECT_GT(mmt_grids[SkinnyGrid::kPair], 0) << what << ": no paired mmt grid";
           EXPECT_GT(mmt_grids[SkinnyGrid::kBal], 0) << what << ": no balanced mmt grid";
         }
@@ -449,6 +464,24 @@ TEST(SkinnyNames, CanImplementSaysWhy) {
   EXPECT_TRUE(wgt8->can_implement(f32).is_ok());
   f32.desc.out_dtype = DataType::kF32;
   EXPECT_EQ(wgt8->can_implement(f32).code(), StatusCode::kNotSupported);
+  // The weight-only problem runs on the wo family only, which runs nothing else, up to 8 tokens.
+  const auto wo = p->from_name("skinny_wo_fp8e4m3_bm16_wk8_ksauto", wo_problem(64, 1, 64));
+  const auto mma8 = p->from_name("skinny_mma_fp8e4m3_bm16_wk8_ksauto", fp8_problem(64, 1, 64));
+  ASSERT_NE(wo, nullptr);
+  ASSERT_NE(mma8, nullptr);
+  EXPECT_TRUE(wo->can_implement(wo_problem(4096, 8, 4096)).is_ok());
+  EXPECT_EQ(wo->can_implement(wo_problem(4096, 9, 4096)).code(), StatusCode::kNotSupported);
+  const Status w8a8 = wo->can_implement(fp8_problem(4096, 1, 4096));
+  EXPECT_EQ(w8a8.code(), StatusCode::kNotSupported);
+  EXPECT_NE(w8a8.message().find("16-bit tokens"), std::string::npos) << w8a8.message();
+  const Status other = mma8->can_implement(wo_problem(4096, 1, 4096));
+  EXPECT_EQ(other.code(), StatusCode::kNotSupported);
+  EXPECT_NE(other.message().find("wo family"), std::string::npos) << other.message();
+  GemmArgs odd_ldb = wo_problem(4096, 2, 4096);
+  odd_ldb.desc.ldb = 4100;  // bf16 rows of 8200 bytes: not 16-byte rows
+  EXPECT_EQ(wo->can_implement(odd_ldb).code(), StatusCode::kMisaligned);
+  odd_ldb.desc.ldb = 4104;  // 8208 bytes: fine for bf16 though not a multiple of 16 elements
+  EXPECT_TRUE(wo->can_implement(odd_ldb).is_ok());
   // A fixed split count whose partial sums exceed the 32 MiB workspace is refused.
   const auto wide = p->from_name("skinny_mma_bf16_bm16_wk4_ks16", tn_problem(DataType::kBF16, 64, 1, 64));
   EXPECT_EQ(wide->can_implement(tn_problem(DataType::kBF16, 256000, 64, 16384)).code(),

@@ -232,6 +232,7 @@ struct Problem {
   std::vector<float> scales{0.5f, 0, 0, 0, 1.5f, 0, 0, 0};
   std::size_t scale_b_at = 4;
   double scale_of(std::int64_t i, std::int64_t j) const {
+    if (is_weight_only(d)) return scales[i];  // no scale_b: the tokens are 16-bit
     return static_cast<double>(scales[d.scale_mode == ScaleMode::kRowwise ? i : 0]) *
            scales[scale_b_at + (d.scale_mode == ScaleMode::kRowwise ? j : 0)];
   }
@@ -301,7 +302,7 @@ struct Problem {
     if (d.epilogue != Epilogue::kNone) ops.bias = dbias.ptr;
     if (d.op == GemmOp::kScaledGemm) {
       ops.scale_a = sc.as<float>();
-      ops.scale_b = sc.as<float>() + scale_b_at;
+      ops.scale_b = is_weight_only(d) ? nullptr : sc.as<float>() + scale_b_at;
     }
     const Status st = gemm(ctx, d, ops, nullptr);
     if (misaligned_ok && st.code() == StatusCode::kMisaligned) return;
@@ -434,6 +435,22 @@ std::vector<GpuCase> gpu_cases() {
   {
     GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 4096, 4, 2048, 0, 1, 1.0, 0.0,
               Epilogue::kNone};
+    c.rowwise = true;
+    v.push_back(c);
+  }
+  // Weight-only (e4m3 weights with row scales, 16-bit tokens): the wo kernels up to 8 tokens, which
+  // Default also runs per 8 tokens above that (13: a partial second launch), with a bias, beta and
+  // padded leading dimensions (lda and ldb stay 16-byte rows).
+  for (DataType x : {DataType::kBF16, DataType::kF16})
+    for (std::int64_t tokens : {1, 8, 13}) {
+      GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, x, T, N, 1024, tokens, 2048, 0, 1, 1.0, 0.0,
+                tokens == 8 ? Epilogue::kBias : Epilogue::kNone, x};
+      c.rowwise = true;
+      v.push_back(c);
+    }
+  {
+    GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 300, 4, 528, 16, 1, 0.5, 0.25,
+              Epilogue::kNone, DataType::kBF16};
     c.rowwise = true;
     v.push_back(c);
   }
@@ -650,6 +667,32 @@ TEST_F(GpuRuntime, MisalignedPointersAndUnsupportedCombinations) {
   GemmOperands mis8 = o8;
   mis8.scale_b = s + 1;
   EXPECT_EQ(gemm(ctx, ok8, mis8).code(), StatusCode::kMisaligned);
+  // Weight-only (no cuBLAS kernel; Default is ours and loads 16-byte vectors): tokens that are
+  // element- but not 16-byte aligned, and k off the 16-element vector, are clear errors; a missing
+  // scale_a is refused before anything runs.
+  GemmDesc wo = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, 128, 2, 256);
+  wo.op = GemmOp::kScaledGemm;
+  wo.dtype_b = DataType::kBF16;
+  wo.out_dtype = DataType::kBF16;
+  wo.scale_mode = ScaleMode::kRowwise;
+  GemmOperands owo{buf.get(), buf.as<char>() + (4 << 20), buf.as<char>() + (8 << 20), nullptr, s, nullptr};
+  for (bool tuning : {false, true}) {
+    Options o = opts();
+    o.enabled = tuning;
+    Context c(Device::cuda(0), o);
+    GemmOperands shifted = owo;
+    shifted.b = buf.as<char>() + (4 << 20) + 2;
+    Status w = gemm(c, wo, shifted);
+    EXPECT_EQ(w.code(), StatusCode::kMisaligned) << w.to_string();
+    GemmDesc odd = wo;
+    odd.k = odd.lda = odd.ldb = 520;
+    w = gemm(c, odd, owo);
+    EXPECT_EQ(w.code(), StatusCode::kNotSupported) << w.to_string();
+    EXPECT_NE(w.message().find("multiple of 16"), std::string::npos) << w.message();
+    GemmOperands no_scale = owo;
+    no_scale.scale_a = nullptr;
+    EXPECT_EQ(gemm(c, wo, no_scale).code(), StatusCode::kInvalidArgument);
+  }
   // int overflow of dims is refused up front.
   GemmDesc huge = d;
   huge.m = 1ll << 33;

@@ -494,5 +494,100 @@ TEST(SkinnyRing, SameBitsOverManyLaunches) {
 INSTANTIATE_TEST_SUITE_P(Cases, SkinnyGpu, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name(); });
 
+// ---- the weight-only family (skinny_wo_*: e4m3 weights with row scales x 16-bit tokens) ----
+
+class SkinnyWeightOnlyGpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SkinnyWeightOnlyGpu, EveryVariantMatchesTheReferenceAndNoOtherFamilyRunsIt) {
+  const Case& c = GetParam();
+  const int cc = current_cc();
+  ASSERT_GT(cc, 0) << "cannot read the device's compute capability";
+  if (cc < 89) GTEST_SKIP() << "the weight-only kernels need sm_89+ (e4m3 conversions)";
+  const SkinnyProblem problem(c, case_seed(c.name()));
+  SCOPED_TRACE(problem.label());
+  ASSERT_EQ(problem.setup_error(), "");
+  const GemmArgs& args = problem.args();
+  const auto provider = test_provider();
+  {
+    std::vector<SolutionPtr<GemmArgs>> cands;
+    const Status st = provider->enumerate(args, &cands);
+    if (c.rejected) {
+      EXPECT_FALSE(st.is_ok());
+      EXPECT_TRUE(cands.empty());
+    } else {
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      EXPECT_FALSE(cands.empty());
+      for (const auto& s : cands) EXPECT_EQ(s->name().rfind("skinny_wo_", 0), 0u) << s->name();
+    }
+  }
+  int ran = 0;
+  DeviceBuffer ws;
+  std::vector<std::uint8_t> got, again;
+  for (const std::string& name : skinny_gemm_variant_names()) {
+    SCOPED_TRACE(name);
+    const auto sol = provider->from_name(name, args);
+    ASSERT_NE(sol, nullptr);
+    const Status can = sol->can_implement(args);
+    const bool wo = name.rfind("skinny_wo_", 0) == 0;
+    if (!wo) {
+      EXPECT_EQ(can.code(), StatusCode::kNotSupported) << "another family takes the weight-only problem";
+      continue;
+    }
+    const bool basic = name.find("_ksauto") != std::string::npos || name.find("_ksw") != std::string::npos ||
+                       name.find("_ks1_") != std::string::npos ||
+                       name.compare(name.size() - 4, 4, "_ks1") == 0;
+    if (!can.is_ok()) {
+      EXPECT_TRUE(can.code() == StatusCode::kNotSupported || can.code() == StatusCode::kMisaligned) << can.to_string();
+      if (!c.rejected && basic) ADD_FAILURE() << "refused an aligned problem it should run: " << can.to_string();
+      continue;
+    }
+    ASSERT_FALSE(c.rejected) << "accepted a problem off the vector width";
+    const std::size_t wsb = sol->workspace_bytes(args);
+    ASSERT_LE(wsb, std::size_t{32} << 20);
+    if (wsb > ws.size()) ASSERT_TRUE(ws.allocate(wsb).is_ok());
+    void* wsp = wsb > 0 ? ws.get() : nullptr;
+    ASSERT_TRUE(problem.run(*sol, wsp, wsb, &got).is_ok());
+    ++ran;
+    EXPECT_EQ(problem.mismatch(got), "");
+    ASSERT_TRUE(problem.run(*sol, wsp, wsb, &again).is_ok());
+    EXPECT_TRUE(again == got) << "second run gave different bits";
+  }
+  if (!c.rejected) EXPECT_GT(ran, 0) << "no weight-only variant ran";
+}
+
+std::vector<Case> weight_only_cases() {
+  std::vector<Case> v;
+  auto add = [&](DataType out, std::int64_t rows, std::int64_t tokens, std::int64_t k) -> Case& {
+    Case c;
+    c.in = DataType::kF8E4M3;
+    c.out = out;
+    c.op = GemmOp::kScaledGemm;
+    c.weight_only = true;
+    c.rows = rows;
+    c.tokens = tokens;
+    c.k = k;
+    v.push_back(c);
+    return v.back();
+  };
+  for (DataType out : {DataType::kBF16, DataType::kF16}) {
+    add(out, 256, 1, 512);
+    add(out, 272, 5, 2048).alpha = 0.75;  // 17 row tiles: a partial 32-row block
+    add(out, 2048, 3, 8192);              // long rows: split K
+    Case& b = add(out, 4112, 8, 1040);    // K not a multiple of the 64-element chunk
+    b.ep = Epilogue::kBias;
+    b.lda_pad = 16;
+    b.ldb_pad = 8;
+    b.ldc_pad = 3;
+    Case& beta = add(out, 512, 2, 1024);
+    beta.beta = 0.5;
+    Case& bad = add(out, 256, 1, 520);  // K not a multiple of 16 e4m3 (one 16-byte load)
+    bad.rejected = true;
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SkinnyWeightOnlyGpu, ::testing::ValuesIn(weight_only_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name(); });
+
 }  // namespace
 }  // namespace tunable

@@ -119,6 +119,11 @@ struct Case {
   float scale_a = 1.f, scale_b = 1.f;
   /// Every variant must refuse (k or a leading dimension off the vector width).
   bool rejected = false;
+  /// The weight-only problem: `in` (e4m3) weights with a random scale per row in [0.5, 2), tokens of
+  /// the output's type, ScaleMode::kRowwise without scale_b (scale_a, scale_b above unused).
+  bool weight_only = false;
+
+  DataType in_b() const { return weight_only ? out : in; }
 
   std::string name() const {
     std::string s =
@@ -129,6 +134,7 @@ struct Case {
     if (ep == Epilogue::kBias) s += "_bias";
     if (ep == Epilogue::kBiasRelu) s += "_relu";
     if (ep == Epilogue::kBiasGelu) s += "_gelu";
+    if (weight_only) s += "_wo";
     if (rejected) s += "_rejected";
     return s;
   }
@@ -206,7 +212,7 @@ inline std::shared_ptr<const Provider<GemmArgs>> test_provider() {
 class SkinnyProblem {
  public:
   SkinnyProblem(const Case& c, std::uint64_t seed)
-      : c_(c), seed_(seed), a_(c.in, 0), b_(c.in, 0), bias_(c.out, 0), c0_(c.out, 0) {
+      : c_(c), seed_(seed), a_(c.in, 0), b_(c.in_b(), 0), bias_(c.out, 0), c0_(c.out, 0) {
     GemmDesc& d = d_;
     d = GemmDesc::make(c.in, Transpose::kT, Transpose::kN, c.rows, c.tokens, c.k);
     d.op = c.op;
@@ -217,18 +223,27 @@ class SkinnyProblem {
     d.ldc = c.rows + c.ldc_pad;
     d.alpha = c.alpha;
     d.beta = c.beta;
-    const Format fin = format_of(c.in), fout = format_of(c.out);
+    if (c.weight_only) {
+      d.dtype_b = c.in_b();
+      d.scale_mode = ScaleMode::kRowwise;
+    }
+    const Format fin = format_of(c.in), fin_b = format_of(c.in_b()), fout = format_of(c.out);
 
     // Host inputs; the padding past k of every row is NaN.
     std::mt19937_64 rng(seed);
     a_ = HostArray(c.in, static_cast<std::size_t>(d.lda * d.m));
-    b_ = HostArray(c.in, static_cast<std::size_t>(d.ldb * d.n));
+    b_ = HostArray(c.in_b(), static_cast<std::size_t>(d.ldb * d.n));
     for (std::int64_t i = 0; i < d.m; ++i)
       for (std::int64_t p = 0; p < d.lda; ++p)
         a_.set(i * d.lda + p, p < d.k ? random_bits(fin, rng, -4, 0) : nan_bits(c.in));
     for (std::int64_t j = 0; j < d.n; ++j)
       for (std::int64_t p = 0; p < d.ldb; ++p)
-        b_.set(j * d.ldb + p, p < d.k ? random_bits(fin, rng, -4, 0) : nan_bits(c.in));
+        b_.set(j * d.ldb + p, p < d.k ? random_bits(fin_b, rng, -4, 0) : nan_bits(c.in_b()));
+    if (c.weight_only) {
+      std::uniform_real_distribution<float> u(0.5f, 2.f);
+      row_scales_.resize(static_cast<std::size_t>(d.m));
+      for (float& f : row_scales_) f = u(rng);
+    }
     bias_ = HostArray(c.out, static_cast<std::size_t>(d.m));
     for (std::int64_t i = 0; i < d.m; ++i) bias_.set(i, random_bits(fout, rng, -2, 1));
     // C before the run: NaN everywhere when beta == 0, else random values; padding rows NaN.
@@ -324,7 +339,7 @@ class SkinnyProblem {
         const double* x = &xb[j * d.k];
         double s = 0;
         for (std::int64_t p = 0; p < d.k; ++p) s += w[p] * x[p];
-        double v = scale * s;
+        double v = scale * s * (c_.weight_only ? static_cast<double>(row_scales_[i]) : 1.0);
         if (d.beta != 0) v += d.beta * c0_.value(j * d.ldc + i);
         if (d.epilogue != Epilogue::kNone) v += bias_.value(i);
         ref_[j * d.m + i] = activation(d.epilogue, v);
@@ -339,7 +354,7 @@ class SkinnyProblem {
     const GemmDesc& d = d_;
     if (!da_.allocate(a_.raw.size()).is_ok() || !db_.allocate(b_.raw.size()).is_ok() ||
         !dc_.allocate(c0_.raw.size()).is_ok() || !dbias_.allocate(bias_.raw.size()).is_ok() ||
-        !dscale_.allocate(8 * sizeof(float)).is_ok()) {
+        !dscale_.allocate(std::max<std::size_t>(8, row_scales_.size()) * sizeof(float)).is_ok()) {
       error_ = "device allocation";
       return;
     }
@@ -351,7 +366,9 @@ class SkinnyProblem {
             cudaSuccess ||
         cudaMemcpy(dbias_.get(), bias_.raw.data(), bias_.raw.size(), cudaMemcpyHostToDevice) !=
             cudaSuccess ||
-        cudaMemcpy(dscale_.get(), scales, sizeof(scales), cudaMemcpyHostToDevice) != cudaSuccess) {
+        (c_.weight_only ? cudaMemcpy(dscale_.get(), row_scales_.data(), row_scales_.size() * sizeof(float),
+                                     cudaMemcpyHostToDevice)
+                        : cudaMemcpy(dscale_.get(), scales, sizeof(scales), cudaMemcpyHostToDevice)) != cudaSuccess) {
       error_ = "upload";
       return;
     }
@@ -361,7 +378,7 @@ class SkinnyProblem {
     args_.ops.c = dc_.get();
     args_.ops.bias = d.epilogue != Epilogue::kNone ? dbias_.get() : nullptr;
     args_.ops.scale_a = c_.op == GemmOp::kScaledGemm ? dscale_.as<float>() : nullptr;
-    args_.ops.scale_b = c_.op == GemmOp::kScaledGemm ? dscale_.as<float>() + 4 : nullptr;
+    args_.ops.scale_b = c_.op == GemmOp::kScaledGemm && !c_.weight_only ? dscale_.as<float>() + 4 : nullptr;
     const Status v = validate(d, args_.ops);
     if (!v.is_ok()) error_ = "test case is not a valid GEMM: " + v.to_string();
   }
@@ -371,6 +388,7 @@ class SkinnyProblem {
   GemmDesc d_;
   HostArray a_, b_, bias_, c0_;  ///< host images: W[m][lda], x[n][ldb], bias[m], C before the run
   std::vector<double> ref_;      ///< [n][m]: the fp64 reference
+  std::vector<float> row_scales_;  ///< weight-only: one per weight row
   double rms_ = 0, atol_ = 0, rtol_ = 0;
   DeviceBuffer da_, db_, dc_, dbias_, dscale_;
   GemmArgs args_;

@@ -29,7 +29,8 @@ Status cuda_gemm_hooks(ContextImpl& ctx, const GemmDesc& d, OpHooks<GemmArgs>* h
   });
   TUNABLE_RETURN_IF_ERROR(state.status);
   CudaGemmResources* res = state.res.get();
-  h->default_solution = make_cuda_default(res, d);
+  // cuBLAS(Lt) has no kernel for e4m3 weights with 16-bit tokens: Default is ours there.
+  h->default_solution = is_weight_only(d) ? skinny_weight_only_default(&res->skinny()) : make_cuda_default(res, d);
   h->providers = {make_lt_heuristic_provider(res),
                   make_lt_exhaustive_provider(res, o.exhaustive_candidates),
                   skinny_gemm_provider(&res->skinny())};

@@ -22,6 +22,8 @@ const char* skinny_family_tag(SkinnyFamily f) {
       return "mmt";
     case SkinnyFamily::kWgmma:
       return "wgt";
+    case SkinnyFamily::kWeightOnly:
+      return "wo";
   }
   return "?";
 }
@@ -36,6 +38,8 @@ const SkinnyFamilyBridge& skinny_family(SkinnyFamily f) {
       return skinny_mmap_family();
     case SkinnyFamily::kMmaTma:
       return skinny_mmt_family();
+    case SkinnyFamily::kWeightOnly:
+      return skinny_wo_family();
     case SkinnyFamily::kWgmma:
       break;
   }
@@ -45,7 +49,7 @@ const SkinnyFamilyBridge& skinny_family(SkinnyFamily f) {
 const std::vector<const SkinnyFamilyBridge*>& skinny_families() {
   static const std::vector<const SkinnyFamilyBridge*> all = {
       &skinny_gemv_family(), &skinny_mma_family(), &skinny_mmap_family(), &skinny_mmt_family(),
-      &skinny_wgt_family()};
+      &skinny_wgt_family(), &skinny_wo_family()};
   return all;
 }
 
@@ -67,6 +71,7 @@ std::string SkinnyConfig::name() const {
 bool SkinnyConfig::valid() const {
   if (dtype != DataType::kBF16 && dtype != DataType::kF16 && dtype != DataType::kF8E4M3)
     return false;
+  if (skinny_family(family).weight_only() && dtype != DataType::kF8E4M3) return false;
   if (ks.fixed < 0 || ks.fixed > kSkinnyMaxSplits || ks.waves < 0 || ks.waves > kSkinnyMaxWaves)
     return false;
   if (ks.cluster != 0 && ks.cluster != 2 && ks.cluster != 4) return false;
@@ -81,7 +86,7 @@ bool SkinnyConfig::valid() const {
 
 std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
   static const std::regex re(
-      "^skinny_(gemv|mmap|mmt|mma|wgt)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w["
+      "^skinny_(gemv|mmap|mmt|mma|wgt|wo)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w["
       "0-9]|c[0-9]|"
       "[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_bal)?(_wc)?$");
   std::smatch m;
@@ -91,6 +96,7 @@ std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
              : m[1] == "mma"  ? SkinnyFamily::kMma
              : m[1] == "mmap" ? SkinnyFamily::kMmaPipe
              : m[1] == "mmt"  ? SkinnyFamily::kMmaTma
+             : m[1] == "wo"   ? SkinnyFamily::kWeightOnly
                               : SkinnyFamily::kWgmma;
   const auto t = parse_data_type(m[2].str());
   if (!t) return std::nullopt;
@@ -131,13 +137,15 @@ std::vector<SkinnyConfig> skinny_all_configs() {
     for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3})
       for (const SkinnyShape& s : f->shapes())
         for (const KSplit& ks : splits)
-          if (s.takes(ks)) out.push_back(s.config(f->family(), t, ks));
+          if (s.takes(ks) && (!f->weight_only() || t == DataType::kF8E4M3)) out.push_back(s.config(f->family(), t, ks));
   return out;
 }
 
 std::vector<SkinnyConfig> skinny_candidate_configs(const GemmDesc& d) {
   std::vector<SkinnyConfig> out;
-  for (const SkinnyFamilyBridge* f : skinny_families()) f->candidates(d, &out);
+  // The weight-only problem is the wo family's alone, and that family runs nothing else.
+  for (const SkinnyFamilyBridge* f : skinny_families())
+    if (f->weight_only() == is_weight_only(d)) f->candidates(d, &out);
   return out;
 }
 

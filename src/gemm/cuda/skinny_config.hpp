@@ -12,6 +12,8 @@
 //                                    weight fed by TMA into a ring of stages x boxes x 2 KB)
 //   skinny_wgt_<dtype>_bm64_wk4_ks<split>_b<boxes>s<stages>  (sm_90a; warpgroup MMA on 64-row
 //                                    tiles, weight and tokens by TMA; no fp8 into an fp32 output)
+//   skinny_wo_fp8e4m3_bm<16|32>_wk<4|8|16>_ks<split>[_wc]  (n <= 8; weight-only: e4m3 weights with
+//                                    row scales times bf16/fp16 tokens, converted in registers)
 // split: auto (sized from the device's SM count and the kernel's occupancy: at least one full
 // wave), 1..64 (that many K splits, fewer when K holds fewer split granules), w<1..8>
 // (wave-balanced: any count, not only powers of two, so the grid gives >= W waves of resident
@@ -37,9 +39,10 @@ enum class SkinnyFamily {
   kMmaPipe,  ///< "mmap": the MMA kernel with two register stages of weight loads (skinny_mma.cuh)
   kMmaTma,   ///< "mmt": the MMA kernel whose weight arrives by TMA (skinny_tma.cuh)
   kWgmma,    ///< "wgt": warpgroup MMA on 64-row tiles, weight and tokens by TMA (skinny_wgmma.cuh)
+  kWeightOnly,  ///< "wo": e4m3 weights x 16-bit tokens, register-fed MMA (skinny_wo.cuh)
 };
 
-/// The family's tag in names: gemv, mma, mmap, mmt, wgt.
+/// The family's tag in names: gemv, mma, mmap, mmt, wgt, wo.
 const char* skinny_family_tag(SkinnyFamily f);
 
 /// Grids of the TMA-fed MMA kernel (kernels::SkinnyMmtGrid): one block per 16-row tile; one block
@@ -83,7 +86,7 @@ constexpr int kSkinnyMaxWaves = 8;
 
 struct SkinnyConfig {
   SkinnyFamily family = SkinnyFamily::kGemv;
-  DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3
+  DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3 (wo: A, fp8e4m3 only)
   /// gemv: weight rows per warp (1, 2, 4); the MMA families: weight rows per block (16, 32; mmt 16,
   /// wgt 64).
   int rows = 1;
@@ -99,7 +102,7 @@ struct SkinnyConfig {
 
   std::string name() const;
   /// Whether the families are built for it: its shape is in its family's shape table, takes its
-  /// K split, and dtype is bf16, fp16 or fp8e4m3.
+  /// K split, and dtype is bf16, fp16 or fp8e4m3 (the weight-only family: fp8e4m3).
   bool valid() const;
   /// Inverse of name(): nullopt for anything name() of a valid configuration would not produce
   /// (canonical spelling only: no leading zeros, no aliases such as "BFloat16").
@@ -109,12 +112,14 @@ struct SkinnyConfig {
   bool operator!=(const SkinnyConfig& o) const { return !(*this == o); }
 };
 
-/// Every valid configuration, family by family (each shape of its table x bf16, fp16, fp8e4m3 x
-/// every K split the shape takes): exactly the names SkinnyConfig::parse accepts.
+/// Every valid configuration, family by family (each shape of its table x bf16, fp16, fp8e4m3, or
+/// fp8e4m3 alone for the weight-only family, x every K split the shape takes): exactly the names
+/// SkinnyConfig::parse accepts.
 std::vector<SkinnyConfig> skinny_all_configs();
 
-/// The configurations the tuner times for `d`: every family's candidate table, before
-/// can_implement filtering (so possibly some the problem refuses).
+/// The configurations the tuner times for `d`: the candidate table of every family that runs its
+/// kind of problem (the weight-only family's alone for is_weight_only, the others' otherwise),
+/// before can_implement filtering (so possibly some the problem refuses).
 std::vector<SkinnyConfig> skinny_candidate_configs(const GemmDesc& d);
 
 }  // namespace tunable

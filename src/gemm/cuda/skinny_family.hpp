@@ -1,7 +1,7 @@
 // One skinny kernel family as the provider sees it: the shapes it is built for (what the name
 // grammar accepts), its candidate table (what the tuner times), its family-specific limits and its
 // launch. Each family's bridge file (skinny_gemv.cu, skinny_mma.cu, skinny_mmap.cu, skinny_mmt.cu,
-// skinny_wgt.cu) instantiates its kernels and defines one SkinnyFamilyBridge, so adding a variant
+// skinny_wgt.cu, skinny_wo.cu) instantiates its kernels and defines one SkinnyFamilyBridge, so adding a variant
 // touches that family's tables and nothing else.
 #pragma once
 
@@ -95,6 +95,9 @@ class SkinnyFamilyBridge {
   virtual SkinnyFamily family() const = 0;
   /// Largest desc.n (tokens) the family runs.
   virtual std::int64_t max_tokens() const = 0;
+  /// Whether the family runs the weight-only problem (e4m3 A with row scales, 16-bit B; see
+  /// is_weight_only) and nothing else; the other families never run it.
+  virtual bool weight_only() const { return false; }
   /// Every shape the family is built for: SkinnyConfig::valid and parse accept these and nothing
   /// else.
   virtual const std::vector<SkinnyShape>& shapes() const = 0;
@@ -131,6 +134,7 @@ const SkinnyFamilyBridge& skinny_mma_family();
 const SkinnyFamilyBridge& skinny_mmap_family();
 const SkinnyFamilyBridge& skinny_mmt_family();
 const SkinnyFamilyBridge& skinny_wgt_family();
+const SkinnyFamilyBridge& skinny_wo_family();
 
 /// The bridge of `f`.
 const SkinnyFamilyBridge& skinny_family(SkinnyFamily f);

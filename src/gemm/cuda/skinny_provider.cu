@@ -59,9 +59,10 @@ Status check_scope(const GemmDesc& d) {
     return not_supported(fmt::format("skinny kernels take tn problems (W as A^T, x as B), got {}{}",
                                      to_char(d.transa), to_char(d.transb)));
   if (d.op == GemmOp::kScaledGemm) {
-    if (d.dtype != DataType::kF8E4M3 || b_type(d) != DataType::kF8E4M3)
-      return not_supported(fmt::format("skinny ScaledGemm takes fp8e4m3 x fp8e4m3, not {} x {}",
-                                       short_name(d.dtype), short_name(b_type(d))));
+    if (d.dtype != DataType::kF8E4M3 || (b_type(d) != DataType::kF8E4M3 && !is_weight_only(d)))
+      return not_supported(
+          fmt::format("skinny ScaledGemm takes fp8e4m3 x fp8e4m3, bf16 or fp16, not {} x {}",
+                      short_name(d.dtype), short_name(b_type(d))));
     if (d.out_dtype != DataType::kBF16 && d.out_dtype != DataType::kF16 &&
         d.out_dtype != DataType::kF32)
       return not_supported(fmt::format("skinny ScaledGemm writes bf16, fp16 or fp32, not {}",
@@ -86,16 +87,17 @@ Status check_scope(const GemmDesc& d) {
   return Status::ok();
 }
 
-/// Shape and leading-dimension requirements of the 16-byte loads (pointers are checked apart).
-Status check_vector_shape(const GemmDesc& d, std::int64_t vec) {
+/// Shape and leading-dimension requirements of the 16-byte loads (pointers are checked apart): k
+/// in whole vectors of A's type, rows of A and B starting on 16 bytes.
+Status check_vector_shape(const GemmDesc& d) {
+  const std::int64_t vec = vec_of(d.dtype), vec_b = vec_of(b_type(d));
   if (d.k % vec != 0)
     return not_supported(
         fmt::format("k = {} is not a multiple of {} ({} elements per 16-byte load)", d.k, vec,
                     short_name(d.dtype)));
-  if (d.lda % vec != 0 || d.ldb % vec != 0)
-    return misaligned(
-        fmt::format("lda = {} and ldb = {} must be multiples of {} (16-byte rows of {})", d.lda,
-                    d.ldb, vec, short_name(d.dtype)));
+  if (d.lda % vec != 0 || d.ldb % vec_b != 0)
+    return misaligned(fmt::format("lda = {} and ldb = {} must be multiples of {} and {} (16-byte rows of {} and {})",
+                                  d.lda, d.ldb, vec, vec_b, short_name(d.dtype), short_name(b_type(d))));
   return Status::ok();
 }
 
@@ -146,10 +148,15 @@ class SkinnySolution final : public Solution<GemmArgs> {
     if (d.dtype != cfg_.dtype)
       return not_supported(fmt::format("{} runs {} inputs, not {}", name_, short_name(cfg_.dtype),
                                        short_name(d.dtype)));
+    if (is_weight_only(d) != family_.weight_only())
+      return not_supported(is_weight_only(d)
+                               ? fmt::format("{} does not run e4m3 weights with {} tokens (the wo family does)",
+                                             name_, short_name(b_type(d)))
+                               : fmt::format("{} runs e4m3 weights with 16-bit tokens only", name_));
     if (d.n > family_.max_tokens())
       return not_supported(
           fmt::format("{} takes n <= {} tokens, got {}", name_, family_.max_tokens(), d.n));
-    TUNABLE_RETURN_IF_ERROR(check_vector_shape(d, vec_of(cfg_.dtype)));
+    TUNABLE_RETURN_IF_ERROR(check_vector_shape(d));
     const auto addr_a = reinterpret_cast<std::uintptr_t>(a.ops.a);
     const auto addr_b = reinterpret_cast<std::uintptr_t>(a.ops.b);
     if (addr_a % 16 != 0 || addr_b % 16 != 0)
@@ -188,8 +195,10 @@ class SkinnySolution final : public Solution<GemmArgs> {
       return Status(StatusCode::kInvalidArgument, "A, B and C must not be null");
     if (has_bias && !o.bias)
       return Status(StatusCode::kInvalidArgument, "the epilogue needs a bias pointer, got null");
-    if (d.op == GemmOp::kScaledGemm && (!o.scale_a || !o.scale_b))
-      return Status(StatusCode::kInvalidArgument, "ScaledGemm needs scale_a and scale_b");
+    const bool wo = is_weight_only(d);
+    if (d.op == GemmOp::kScaledGemm && (!o.scale_a || (!wo && !o.scale_b)))
+      return Status(StatusCode::kInvalidArgument,
+                    wo ? "weight-only ScaledGemm needs scale_a" : "ScaledGemm needs scale_a and scale_b");
     const std::size_t need = this->workspace_bytes(a);
     if (need > 0 && (workspace == nullptr || workspace_bytes < need))
       return Status(StatusCode::kInvalidArgument,
@@ -213,7 +222,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.scale_a = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_a : nullptr;
     p.scale_b = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_b : nullptr;
     p.row_scale = rowwise ? o.scale_a : nullptr;
-    p.col_scale = rowwise ? o.scale_b : nullptr;
+    p.col_scale = rowwise && !wo ? o.scale_b : nullptr;  // 16-bit tokens carry no scale
     p.partial = static_cast<float*>(workspace);
     p.lda = d.lda;
     p.ldb = d.ldb;
@@ -250,6 +259,49 @@ class SkinnySolution final : public Solution<GemmArgs> {
   SkinnyState* state_;
 };
 
+/// Default of the weight-only problem, which cuBLAS(Lt) cannot run: one fixed configuration of the
+/// wo family (16 rows x 8 warps along K, automatic splits: the shape the MMA families' tuning picks
+/// most at decode sizes), launched once per 8 tokens above 8. Those larger calls read the weight
+/// once per 8 tokens: the wo kernels are decode kernels; a prefill quantizes its activations
+/// (W8A8) instead.
+class WeightOnlyDefault final : public Solution<GemmArgs> {
+ public:
+  explicit WeightOnlyDefault(SkinnyState* state) : inner_(config(), state) {}
+  const std::string& name() const override { return name_; }
+
+  Status can_implement(const GemmArgs& a) const override {
+    TUNABLE_RETURN_IF_ERROR(validate(a.desc));
+    if (!is_weight_only(a.desc))
+      return not_supported("the weight-only Default runs fp8e4m3 x bf16/fp16 ScaledGemm only");
+    return inner_.can_implement(part(a, 0));
+  }
+  std::size_t workspace_bytes(const GemmArgs& a) const override {
+    return a.desc.n < 1 ? 0 : inner_.workspace_bytes(part(a, 0));  // the first part is the widest
+  }
+  Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
+    TUNABLE_RETURN_IF_ERROR(can_implement(a));
+    for (std::int64_t j0 = 0; j0 < a.desc.n; j0 += kPart)
+      TUNABLE_RETURN_IF_ERROR(inner_.run(part(a, j0), ws, ws_bytes, stream));
+    return Status::ok();
+  }
+
+ private:
+  static constexpr std::int64_t kPart = 8;  // the wo kernels' token tile
+  static SkinnyConfig config() {
+    return SkinnyShape::of(16, 8).config(SkinnyFamily::kWeightOnly, DataType::kF8E4M3, KSplit::automatic());
+  }
+  /// Tokens [j0, j0 + 8) of `a` (clamped to n): B's and C's columns from j0 on.
+  static GemmArgs part(const GemmArgs& a, std::int64_t j0) {
+    GemmArgs g = a;
+    g.desc.n = std::min(kPart, a.desc.n - j0);
+    g.ops.b = static_cast<const char*>(a.ops.b) + j0 * a.desc.ldb * static_cast<std::int64_t>(size_of(b_type(a.desc)));
+    g.ops.c = static_cast<char*>(a.ops.c) + j0 * a.desc.ldc * static_cast<std::int64_t>(size_of(a.desc.out_dtype));
+    return g;
+  }
+  SkinnySolution inner_;
+  std::string name_ = "Default";
+};
+
 class SkinnyProvider final : public Provider<GemmArgs> {
  public:
   explicit SkinnyProvider(SkinnyState* state) : state_(state) {}
@@ -258,7 +310,7 @@ class SkinnyProvider final : public Provider<GemmArgs> {
   Status enumerate(const GemmArgs& args, std::vector<SolutionPtr<GemmArgs>>* out) const override {
     const GemmDesc& d = args.desc;
     TUNABLE_RETURN_IF_ERROR(check_scope(d));
-    TUNABLE_RETURN_IF_ERROR(check_vector_shape(d, vec_of(d.dtype)));
+    TUNABLE_RETURN_IF_ERROR(check_vector_shape(d));
     for (const SkinnyConfig& c : skinny_candidate_configs(d)) {
       auto s = std::make_shared<SkinnySolution>(c, state_);
       if (s->can_implement(args).is_ok()) out->push_back(std::move(s));
@@ -282,6 +334,10 @@ std::shared_ptr<const Provider<GemmArgs>> skinny_gemm_provider(SkinnyState* stat
   return std::make_shared<SkinnyProvider>(state);
 }
 
+SolutionPtr<GemmArgs> skinny_weight_only_default(SkinnyState* state) {
+  return std::make_shared<WeightOnlyDefault>(state);
+}
+
 std::vector<std::string> skinny_gemm_variant_names() {
   std::vector<KSplit> splits = {KSplit::automatic()};
   for (int n : {1, 2, 4, 8, 16}) splits.push_back(KSplit::splits(n));
@@ -292,7 +348,8 @@ std::vector<std::string> skinny_gemm_variant_names() {
     for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3})
       for (const SkinnyShape& s : f->shapes())
         for (const KSplit& ks : splits)
-          if (s.takes(ks)) names.push_back(s.config(f->family(), t, ks).name());
+          if (s.takes(ks) && (!f->weight_only() || t == DataType::kF8E4M3))
+            names.push_back(s.config(f->family(), t, ks).name());
   return names;
 }
 

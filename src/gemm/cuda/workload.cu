@@ -36,9 +36,11 @@ Status dispatch_types(const GemmDesc& d, Fn fn) {
     switch (b_type(d)) {
       case DataType::kF8E4M3: return out(ta, __nv_fp8_e4m3{});
       case DataType::kF8E5M2: return out(ta, __nv_fp8_e5m2{});
+      case DataType::kBF16: return out(ta, __nv_bfloat16{});  // weight-only
+      case DataType::kF16: return out(ta, __half{});
       default: break;
     }
-    return Status(StatusCode::kNotSupported, "unsupported fp8 type of B");
+    return Status(StatusCode::kNotSupported, "unsupported type of B with an fp8 A");
   };
   switch (d.dtype) {
     case DataType::kF64: return fn(double{}, double{}, double{}, double{});
@@ -150,7 +152,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
       a.ops.scale_b = scaled ? reinterpret_cast<const float*>(base + off_scale_ + 16) : nullptr;
       if (rowwise) {
         a.ops.scale_a = vec_scales_.as<float>();
-        a.ops.scale_b = vec_scales_.as<float>() + m4;
+        a.ops.scale_b = is_weight_only(d) ? nullptr : vec_scales_.as<float>() + m4;  // the reference then skips it
       }
       if (i >= kFilled) continue;
       const std::uint64_t sd = seed + 0x1000 * i;
