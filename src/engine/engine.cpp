@@ -184,8 +184,7 @@ class Engine::Impl {
   std::size_t esize_ = 2;
   bool fp8_ = false;          ///< FP8 weights (EngineOptions::fp8_weights)
   std::size_t wsize_ = 2;     ///< bytes of a linear layer's weight element
-  int sm_count_ = 0;
-  std::size_t max_smem_ = 0;
+  engine::DecodeDevice decode_dev_;  ///< what the decode attention's plan needs of the device
   std::size_t free_at_start_ = 0;
 
   // Geometry
@@ -317,8 +316,8 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   TUNABLE_RETURN_IF_ERROR(guard.set(o.device));
   cudaDeviceProp prop{};
   TUNABLE_CUDA_CHECK(cudaGetDeviceProperties(&prop, o.device));
-  sm_count_ = prop.multiProcessorCount;
-  max_smem_ = prop.sharedMemPerBlockOptin;
+  decode_dev_ = {prop.multiProcessorCount, prop.sharedMemPerBlockOptin, prop.sharedMemPerMultiprocessor,
+                 prop.reservedSharedMemPerBlock};
   std::size_t total = 0;
   TUNABLE_CUDA_CHECK(cudaMemGetInfo(&free_at_start_, &total));
   TUNABLE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -347,7 +346,7 @@ Status Engine::Impl::plan_memory() {
   logit_rows_cap_ = std::max(opts_.max_batch, 16);
   for (int b = 1; b <= opts_.max_batch; ++b) {
     engine::DecodeAttnArgs plan;
-    if (!engine::plan_decode_splits(shape_, b, sm_count_, max_smem_, &plan))
+    if (!engine::plan_decode_splits(shape_, b, decode_dev_, &plan))
       return Status(StatusCode::kNotSupported,
                     fmt::format("max_seq_len {} is too long for the decode attention's spans (at most {} of {} "
                                 "positions each with {} query heads per KV head and head_dim {})",
@@ -721,7 +720,7 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
         "embedding lookup"));
   }
   engine::DecodeAttnArgs decode_plan;  // the same for every layer
-  if (p.decode) (void)engine::plan_decode_splits(shape_, T, sm_count_, max_smem_, &decode_plan);  // checked at load
+  if (p.decode) (void)engine::plan_decode_splits(shape_, T, decode_dev_, &decode_plan);  // checked at load
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     if (nm) {

@@ -50,21 +50,11 @@ cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
 /// once drained, so the next kernel's early (programmatic) launch could not overlap: Gemma-2B's step
 /// lost ~3 us per layer. The smallest configuration that holds one block cost Llama-3-8B, whose grid
 /// needs two or three blocks per SM, a second wave.
-int decode_attention_carveout(dim3 grid, std::size_t block_smem) {
-  int dev = 0, sms = 0, smem_sm = 0, reserved = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess || sms <= 0 ||
-      smem_sm <= 0) {
-    (void)cudaGetLastError();
-    return -1;  // the kernel's own setting
-  }
-  const std::size_t blocks = static_cast<std::size_t>(grid.x) * grid.y * grid.z;
-  const std::size_t per_sm = (blocks + static_cast<std::size_t>(sms) - 1) / static_cast<std::size_t>(sms);
-  // The runtime reserves shared memory per block (1 KiB on sm_80+) on top of the kernel's own.
-  const std::size_t need = per_sm * (block_smem + static_cast<std::size_t>(std::max(reserved, 0)));
-  return static_cast<int>(std::min<std::size_t>(100, (100 * need + static_cast<std::size_t>(smem_sm) - 1) /
-                                                         static_cast<std::size_t>(smem_sm)));
+int decode_attention_carveout(std::size_t blocks, std::size_t block_smem, const DecodeDevice& dev) {
+  if (dev.sms <= 0 || dev.smem_per_sm == 0) return -1;  // the kernel's own setting
+  const std::size_t per_sm = (blocks + static_cast<std::size_t>(dev.sms) - 1) / static_cast<std::size_t>(dev.sms);
+  const std::size_t need = per_sm * (block_smem + dev.reserved_smem);
+  return static_cast<int>(std::min<std::size_t>(100, (100 * need + dev.smem_per_sm - 1) / dev.smem_per_sm));
 }
 
 }  // namespace
@@ -116,7 +106,9 @@ std::size_t decode_attention_smem_bytes(const AttnShape& s, const DecodeAttnArgs
          k::decode_attention_static_smem_bound(s.head_dim);
 }
 
-bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan) {
+bool plan_decode_splits(const AttnShape& s, int rows, const DecodeDevice& dev, DecodeAttnArgs* plan) {
+  const int sm_count = dev.sms;
+  const std::size_t max_smem = dev.max_smem;
   const int group = s.heads / s.kv_heads;
   // Query heads per block: the whole group unless that leaves fewer than 16 (KV head, sequence)
   // blocks per span, then down to two heads (each extra chunk re-reads the keys, from L2).
@@ -140,7 +132,10 @@ bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t 
   plan->tile_keys = tile_of(n);
   plan->min_chunk = min_chunk;
   plan->heads_per_block = hpb;
-  return k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap, plan->tile_keys, n) <= budget;
+  const std::size_t smem = k::decode_attention_smem(hpb, s.head_dim, plan->chunk_cap, plan->tile_keys, n);
+  plan->carveout = decode_attention_carveout(static_cast<std::size_t>(n) * s.kv_heads * chunks * rows,
+                                             smem + static_cast<std::size_t>(static_bytes), dev);
+  return smem <= budget;
 }
 
 cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttnArgs& a, int rows,
@@ -159,7 +154,7 @@ cudaError_t launch_decode_attention(Elem t, const AttnShape& s, const DecodeAttn
       const dim3 grid(a.splits, s.kv_heads * chunks, rows);
       k::LaunchAttrs attrs;
       attrs.pdl = k::pdl_supported(k::decode_attention_kernel<T, D>);
-      attrs.carveout = decode_attention_carveout(grid, smem + k::decode_attention_static_smem_bound(D));
+      attrs.carveout = a.carveout;
       return k::launch_kernel_with(k::decode_attention_kernel<T, D>, grid, dim3(k::kDecodeAttnThreads), smem, stream,
                                    attrs, p);
     });

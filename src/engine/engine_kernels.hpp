@@ -45,14 +45,23 @@ struct DecodeAttnArgs {
   int min_chunk = 1;
   int tile_keys = 1;  ///< keys of a span in shared memory at a time (a span up to this long: one round trip)
   int heads_per_block = 1;
+  int carveout = -1;  ///< shared-memory carveout of the launch (percent of the SM's), from the plan; -1: the kernel's own
+};
+
+/// What the decode plan needs of the device, read once (cudaDeviceProp).
+struct DecodeDevice {
+  int sms = 0;
+  std::size_t max_smem = 0;       ///< a block's opt-in shared memory, static and dynamic together
+  std::size_t smem_per_sm = 0;    ///< one SM's shared memory
+  std::size_t reserved_smem = 0;  ///< what the runtime reserves per resident block (1 KiB on sm_80+)
 };
 
 /// How a decode launch splits each sequence: `splits` spans launched (enough blocks to fill the GPU
 /// twice, at most kernels::kMaxAttnSplits), of at least min_chunk keys each (fewer spans run for
 /// shorter sequences: a span's partial results cost group x head_dim floats), the longest span the
-/// shared memory must hold. False when no plan fits `max_smem` (max_seq too long for one block's
-/// span at 64 spans).
-bool plan_decode_splits(const AttnShape& s, int rows, int sm_count, std::size_t max_smem, DecodeAttnArgs* plan);
+/// shared memory must hold, and the launch's carveout. False when no plan fits the device's max_smem
+/// (max_seq too long for one block's span at 64 spans).
+bool plan_decode_splits(const AttnShape& s, int rows, const DecodeDevice& dev, DecodeAttnArgs* plan);
 /// The most spans any plan uses (partial results are sized for it).
 int max_decode_splits();
 /// The most query heads one decode block holds.

@@ -9,8 +9,11 @@
 namespace tunable::engine {
 namespace {
 
+/// An H100's shared memory: a block's opt-in 227 KiB of the SM's 228, 1 KiB reserved per block.
+constexpr std::size_t kSmem = 227 * 1024;
+const DecodeDevice kH100{132, kSmem, 228 * 1024, 1024};
+
 TEST(DecodePlan, EveryLengthFitsAndTheGroupSplitsEvenly) {
-  constexpr std::size_t kSmem = 227 * 1024;  // an H100 block's opt-in shared memory
   struct Shape {
     int heads, kv_heads, head_dim;
   };
@@ -20,7 +23,7 @@ TEST(DecodePlan, EveryLengthFitsAndTheGroupSplitsEvenly) {
       for (int rows : {1, 3, 8, 64}) {
         AttnShape s{sh.heads, sh.kv_heads, sh.head_dim, max_seq, 1.f};
         DecodeAttnArgs p;
-        ASSERT_TRUE(plan_decode_splits(s, rows, 132, kSmem, &p)) << sh.heads << "/" << sh.kv_heads << " seq " << max_seq;
+        ASSERT_TRUE(plan_decode_splits(s, rows, kH100, &p)) << sh.heads << "/" << sh.kv_heads << " seq " << max_seq;
         const int group = sh.heads / sh.kv_heads;
         SCOPED_TRACE(::testing::Message() << "group " << group << " seq " << max_seq << " rows " << rows);
         EXPECT_GE(p.splits, 1);
@@ -38,6 +41,19 @@ TEST(DecodePlan, EveryLengthFitsAndTheGroupSplitsEvenly) {
           EXPECT_GE(static_cast<long long>(chunk) * active, len);
         }
         EXPECT_LE(decode_attention_smem_bytes(s, p), kSmem);
+        // The carveout holds the blocks each SM needs for one wave (with their reservations), and
+        // one more percent would already be more than that.
+        const std::size_t blocks = static_cast<std::size_t>(p.splits) * sh.kv_heads * (group / p.heads_per_block) * rows;
+        const std::size_t per_sm = (blocks + kH100.sms - 1) / kH100.sms;
+        const std::size_t need = per_sm * (decode_attention_smem_bytes(s, p) + kH100.reserved_smem);
+        ASSERT_GE(p.carveout, 1);
+        ASSERT_LE(p.carveout, 100);
+        if (need <= kH100.smem_per_sm) {
+          EXPECT_GE(p.carveout * kH100.smem_per_sm, 100 * need);
+          EXPECT_LT((p.carveout - 1) * kH100.smem_per_sm, 100 * need);
+        } else {
+          EXPECT_EQ(p.carveout, 100);
+        }
       }
     }
   }
@@ -46,7 +62,7 @@ TEST(DecodePlan, EveryLengthFitsAndTheGroupSplitsEvenly) {
 TEST(DecodePlan, ALengthNoSpanCanHoldIsRefused) {
   AttnShape s{8, 1, 256, 1 << 24, 1.f};
   DecodeAttnArgs p;
-  EXPECT_FALSE(plan_decode_splits(s, 1, 132, 227 * 1024, &p));
+  EXPECT_FALSE(plan_decode_splits(s, 1, kH100, &p));
 }
 
 }  // namespace
