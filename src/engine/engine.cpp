@@ -183,7 +183,18 @@ class Engine::Impl {
   DataType dtype_ = DataType::kBF16;
   std::size_t esize_ = 2;
   bool fp8_ = false;          ///< FP8 weights (EngineOptions::fp8_weights)
-  std::size_t wsize_ = 2;     ///< bytes of a linear layer's weight element
+  /// Bytes of a linear layer's weight element.
+  std::size_t wsize() const { return fp8_ ? 1 : esize_; }
+  /// Bytes a [r, c] tensor of the model's dtype takes in the weight arena (the plan and the
+  /// placement both count with these two).
+  std::size_t mat_bytes(std::int64_t r, std::int64_t c) const {
+    return align_up(static_cast<std::size_t>(r * c) * esize_);
+  }
+  /// Bytes of a linear layer's [r, c] weight: the model's dtype, or e4m3 with one fp32 scale per
+  /// row after it.
+  std::size_t linear_bytes(std::int64_t r, std::int64_t c) const {
+    return align_up(static_cast<std::size_t>(r * c) * wsize()) + (fp8_ ? align_up(static_cast<std::size_t>(r) * 4) : 0);
+  }
   engine::DecodeDevice decode_dev_;  ///< what the decode attention's plan needs of the device
   std::size_t free_at_start_ = 0;
 
@@ -285,7 +296,6 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   elem_ = stored == model::StDtype::kF16 ? Elem::kF16 : Elem::kBF16;  // F32 checkpoints run in bf16
   dtype_ = elem_ == Elem::kF16 ? DataType::kF16 : DataType::kBF16;
   fp8_ = o.fp8_weights;
-  wsize_ = fp8_ ? 1 : esize_;
   h_ = cfg_.hidden_size;
   inter_ = cfg_.intermediate_size;
   vocab_ = cfg_.vocab_size;
@@ -356,11 +366,8 @@ Status Engine::Impl::plan_memory() {
 
   // Weights.
   std::size_t w = 0;
-  auto mat = [&](std::int64_t r, std::int64_t c) { return align_up(static_cast<std::size_t>(r * c) * esize_); };
-  // A linear layer's weight: in the model's dtype, or e4m3 plus one fp32 scale per row.
-  auto lin = [&](std::int64_t r, std::int64_t c) {
-    return fp8_ ? align_up(static_cast<std::size_t>(r * c)) + align_up(static_cast<std::size_t>(r) * 4) : mat(r, c);
-  };
+  auto mat = [&](std::int64_t r, std::int64_t c) { return mat_bytes(r, c); };
+  auto lin = [&](std::int64_t r, std::int64_t c) { return linear_bytes(r, c); };
   const std::size_t per_layer = lin(qkv_dim_, h_) + (cfg_.qkv_bias ? mat(qkv_dim_, 1) : 0) + lin(h_, nq_ * hd_) +
                                 (cfg_.o_bias ? mat(h_, 1) : 0) + lin(2 * inter_, h_) + lin(h_, inter_) + 2 * mat(h_, 1);
   // A tied table is also the output projection (e4m3 with FP8 weights); an untied one is only
@@ -550,7 +557,7 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
   char* cur = static_cast<char*>(weights_mem_.get());
   auto place = [&](std::int64_t r, std::int64_t c) {
     char* p = cur;
-    cur += align_up(static_cast<std::size_t>(r * c) * esize_);
+    cur += mat_bytes(r, c);
     return p;
   };
   // A linear layer's weight [r, c] (and with FP8 weights its r scales after it).
@@ -559,16 +566,13 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     l.out = r;
     l.in = c;
     l.w = cur;
-    cur += align_up(static_cast<std::size_t>(r * c) * wsize_);
-    if (fp8_) {
-      l.scales = reinterpret_cast<const float*>(cur);
-      cur += align_up(static_cast<std::size_t>(r) * 4);
-    }
+    if (fp8_) l.scales = reinterpret_cast<const float*>(cur + align_up(static_cast<std::size_t>(r * c)));
+    cur += linear_bytes(r, c);
     return l;
   };
   // Rows [row0, row0 + rows) of linear `l` from tensor `name`.
   auto fill = [&](const Linear& l, const std::string& name, std::int64_t row0, std::int64_t rows) {
-    char* dst = static_cast<char*>(const_cast<void*>(l.w)) + static_cast<std::size_t>(row0 * l.in) * wsize_;
+    char* dst = static_cast<char*>(const_cast<void*>(l.w)) + static_cast<std::size_t>(row0 * l.in) * wsize();
     float* sc = fp8_ ? const_cast<float*>(l.scales) + row0 : nullptr;
     return upload(m, name, dst, rows * l.in, l.in, sc);
   };
