@@ -4,11 +4,12 @@
 // naming the ones that never ran. A fixed or cluster split that every problem refuses therefore
 // fails too.
 //
-// Two problems per dtype are enough to run every name, each on the first that takes it: 8 tokens
-// (within every family's tile), 40 weight rows (a partial 16-row tile and a 64-row wgmma tile
-// hanging past m), bf16 output (so the fp8 wgmma variants take it too), and K = 4096, or K long
-// enough for 64 splits of the largest split granule (a 2 KB-per-row TMA stage of fp8) for the split
-// counts the short K cannot hold (there every split still sums a short K).
+// Two problems per dtype (and two weight-only ones for that family's e4m3 names) are enough to run
+// every name, each on the first that takes it: 8 tokens (within every family's tile), 40 weight
+// rows (a partial 16-row tile and a 64-row wgmma tile hanging past m), bf16 output (so the fp8
+// wgmma variants take it too), and K = 4096, or K long enough for 64 splits of the largest split
+// granule (a 2 KB-per-row TMA stage of fp8) for the split counts the short K cannot hold (there
+// every split still sums a short K).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -50,6 +51,15 @@ std::vector<Case> sweep_cases(DataType t) {
     c.scale_a = t == DataType::kF8E4M3 ? 0.5f : 1.f;
     v.push_back(c);
   }
+  // e4m3 names of the weight-only family take only the weight-only problem (bf16 tokens, row
+  // scales), tried after the W8A8 ones refused them.
+  if (t == DataType::kF8E4M3)
+    for (std::int64_t k : {4096, 131072}) {
+      Case c = v.front();
+      c.k = k;
+      c.weight_only = true;
+      v.push_back(c);
+    }
   return v;
 }
 
@@ -73,6 +83,11 @@ std::set<std::string> offered_for_decode_suite() {
         }
         std::vector<SolutionPtr<GemmArgs>> sols;
         EXPECT_TRUE(provider->enumerate(a, &sols).is_ok());
+        if (t == DataType::kF8E4M3) {  // and the weight-only problem (bf16 tokens)
+          a.desc.dtype_b = DataType::kBF16;
+          a.desc.scale_mode = ScaleMode::kRowwise;
+          EXPECT_TRUE(provider->enumerate(a, &sols).is_ok());
+        }
         for (const auto& s : sols) names.insert(s->name());
       }
   return names;

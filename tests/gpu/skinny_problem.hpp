@@ -332,7 +332,7 @@ class SkinnyProblem {
     for (std::int64_t j = 0; j < d.n; ++j)
       for (std::int64_t p = 0; p < d.k; ++p) xb[j * d.k + p] = b_.value(j * d.ldb + p);
     const double scale =
-        c_.alpha * (c_.op == GemmOp::kScaledGemm ? double(c_.scale_a) * c_.scale_b : 1.0);
+        c_.alpha * (c_.op == GemmOp::kScaledGemm && !c_.weight_only ? double(c_.scale_a) * c_.scale_b : 1.0);
     for (std::int64_t j = 0; j < d.n; ++j) {
       for (std::int64_t i = 0; i < d.m; ++i) {
         const double* w = &wa[i * d.k];
