@@ -81,6 +81,12 @@ struct GemmOperands {
 /// B's element type: `dtype_b` where set, `dtype` otherwise.
 inline DataType b_type(const GemmDesc& d) { return d.dtype_b.value_or(d.dtype); }
 
+/// Tokens (n) the weight-only kernels take in one launch; above it Default launches once per this
+/// many, reading the weight again each time (a caller with many tokens quantizes them instead).
+/// Weight-only problems also need k a multiple of 16, lda of 16 and ldb of 8, and 16-byte aligned
+/// A and B (the kernels' 16-byte loads); validate() says so by name.
+inline constexpr std::int64_t kWeightOnlyTokens = 8;
+
 /// Whether `d` is the weight-only FP8 problem: ScaledGemm of an fp8e4m3 A with a 16-bit B.
 inline bool is_weight_only(const GemmDesc& d) {
   return d.op == GemmOp::kScaledGemm && d.dtype == DataType::kF8E4M3 &&

@@ -17,7 +17,8 @@
 //   - bf16 tokens: the byte's 7 exponent/mantissa bits moved 4 places right inside a 16-bit lane
 //     give bf16's fields for value * 2^-120 (normals and subnormals alike: e4m3's exponent bias is 7,
 //     bf16's 127), and one bf16x2 multiply by 2^120 restores the value. Left at 2^-120 the products
-//     would fall below fp32's normal range in the accumulator.
+//     would fall below fp32's normal range in the accumulator. The two NaN codes (0x7f, 0xff) come
+//     out as +-480 on this path (NaN on the fp16 one); quantized weights never hold them.
 // The row scale applies in the shared epilogue (SkinnyParams::row_scale without col_scale).
 #pragma once
 

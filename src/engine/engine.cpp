@@ -56,7 +56,7 @@ Status launch_status(cudaError_t e, const char* what) {
 /// FP8 weights: passes of at most this many rows (decode) run the weight-only GEMM on 16-bit
 /// activations, the wo kernels' token tile; larger ones (prefill) quantize the activations (W8A8),
 /// where reading the weight once per 8 tokens would cost more than the quantization.
-constexpr int kWeightOnlyRows = 8;
+constexpr int kWeightOnlyRows = static_cast<int>(kWeightOnlyTokens);
 
 /// Kernel kinds, for the per-kind breakdown (graphs of one kind's launches alone).
 enum Kind : unsigned {
@@ -193,7 +193,11 @@ class Engine::Impl {
   /// Bytes of a linear layer's [r, c] weight: the model's dtype, or e4m3 with one fp32 scale per
   /// row after it.
   std::size_t linear_bytes(std::int64_t r, std::int64_t c) const {
-    return align_up(static_cast<std::size_t>(r * c) * wsize()) + (fp8_ ? align_up(static_cast<std::size_t>(r) * 4) : 0);
+    return linear_weight_bytes(r, c) + (fp8_ ? align_up(static_cast<std::size_t>(r) * 4) : 0);
+  }
+  /// The weight part of linear_bytes: where the scales start.
+  std::size_t linear_weight_bytes(std::int64_t r, std::int64_t c) const {
+    return align_up(static_cast<std::size_t>(r * c) * wsize());
   }
   engine::DecodeDevice decode_dev_;  ///< what the decode attention's plan needs of the device
   std::size_t free_at_start_ = 0;
@@ -566,7 +570,7 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     l.out = r;
     l.in = c;
     l.w = cur;
-    if (fp8_) l.scales = reinterpret_cast<const float*>(cur + align_up(static_cast<std::size_t>(r * c)));
+    if (fp8_) l.scales = reinterpret_cast<const float*>(cur + linear_weight_bytes(r, c));
     cur += linear_bytes(r, c);
     return l;
   };
@@ -691,8 +695,8 @@ Status Engine::Impl::linear_from(const Linear& l, const void* x, std::int64_t x_
   return q8 ? linear(l, Q8_, l.in, y, y_stride, rows, true) : linear(l, x, x_stride, y, y_stride, rows, false);
 }
 
-/// LOGITS_ = output projection of `rows` normalized rows x ([rows, hidden], the model's dtype), in
-/// the mode of the pass that made them (q8: w8a8 of its row count).
+/// LOGITS_ = output projection of `rows` normalized rows x ([rows, hidden], the model's dtype); q8:
+/// quantize them first (W8A8), as the caller chose for these rows.
 Status Engine::Impl::project_logits(const void* x, int rows, bool q8) {
   return linear_from(lm_head_, x, h_, LOGITS_, vocab_, rows, q8, kGemmKind | kQuantKind);
 }

@@ -92,6 +92,17 @@ Status validate(const GemmDesc& d) {
         return Status(StatusCode::kNotSupported,
                       fmt::format("weight-only ScaledGemm writes B's type {}, not {}", short_name(b_type(d)),
                                   short_name(d.out_dtype)));
+      // Only our kernels run it (cuBLASLt has none), and they load 16-byte vectors.
+      if (d.k % 16 != 0)
+        return Status(StatusCode::kNotSupported,
+                      fmt::format("weight-only ScaledGemm needs k a multiple of 16 (16-byte e4m3 loads), got {}", d.k));
+      if (d.k > (std::int64_t{1} << 30))
+        return Status(StatusCode::kNotSupported, fmt::format("weight-only ScaledGemm takes k <= 2^30, got {}", d.k));
+      if (d.lda % 16 != 0 || d.ldb % 8 != 0)
+        return Status(StatusCode::kMisaligned,
+                      fmt::format("weight-only ScaledGemm needs lda a multiple of 16 and ldb of 8 (16-byte rows), "
+                                  "got {} and {}",
+                                  d.lda, d.ldb));
     } else if (!is_fp8(b_type(d))) {
       return Status(StatusCode::kNotSupported,
                     fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {} for B (a 16-bit B goes with "
@@ -165,7 +176,10 @@ Status validate(const GemmDesc& d, const GemmOperands& o) {
   };
   // cuBLASLt refuses FP8 scale pointers that are not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED).
   if (d.op == GemmOp::kScaledGemm && (misaligned(o.scale_a, 16) || (!wo && misaligned(o.scale_b, 16))))
-    return Status(StatusCode::kMisaligned, "ScaledGemm scale_a and scale_b must be 16-byte aligned");
+    return Status(StatusCode::kMisaligned, wo ? "weight-only ScaledGemm scale_a must be 16-byte aligned"
+                                              : "ScaledGemm scale_a and scale_b must be 16-byte aligned");
+  if (wo && (misaligned(o.a, 16) || misaligned(o.b, 16)))
+    return Status(StatusCode::kMisaligned, "weight-only ScaledGemm needs 16-byte aligned A and B (16-byte loads)");
   const std::size_t in = size_of(d.dtype), in_b = size_of(b_type(d)), out = size_of(d.out_dtype);
   if (misaligned(o.a, in) || misaligned(o.b, in_b))
     return Status(StatusCode::kMisaligned,

@@ -39,7 +39,7 @@ struct ProblemKeyHash {
 template <class Args>
 struct OpHooks {
   std::string op_signature;
-  SolutionPtr<Args> default_solution;  ///< handles every valid problem; always candidate 0
+  SolutionPtr<Args> default_solution;  ///< handles every valid problem (on a device that can); always candidate 0
   std::vector<std::shared_ptr<const Provider<Args>>> providers;
   std::function<ProblemKey(const Args&)> key;
   std::function<std::string(const Args&)> params_signature;

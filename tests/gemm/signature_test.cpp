@@ -142,10 +142,25 @@ TEST(GemmSignature, WeightOnlyIsNamedKeyedAndNarrow) {
   EXPECT_EQ(parse_gemm_signature("ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_Half_TN",
                                  "tn_4096_8_2048_ld_2048_2048_4096_rw", &back).code(),
             StatusCode::kParseError);
+  // Only our kernels run it: k in 16-element vectors, 16-byte rows, named in the refusal.
+  GemmDesc odd_k = wo;
+  odd_k.k = odd_k.lda = odd_k.ldb = 2056;
+  EXPECT_EQ(validate(odd_k).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(odd_k).message().find("multiple of 16"), std::string::npos) << validate(odd_k).message();
+  GemmDesc odd_ld = wo;
+  odd_ld.ldb = 2052;
+  EXPECT_EQ(validate(odd_ld).code(), StatusCode::kMisaligned);
+  odd_ld.ldb = 2056;  // 16-byte bf16 rows, though not a multiple of 16 elements
+  EXPECT_TRUE(validate(odd_ld).is_ok()) << validate(odd_ld).to_string();
+  odd_ld.lda = 2056;
+  EXPECT_EQ(validate(odd_ld).code(), StatusCode::kMisaligned);
   // Operands: scale_a is required, scale_b is not read (null is fine).
   alignas(16) char buf[64];
   GemmOperands ops{buf, buf, buf, nullptr, reinterpret_cast<const float*>(buf), nullptr};
   EXPECT_TRUE(validate(wo, ops).is_ok()) << validate(wo, ops).to_string();
+  GemmOperands shifted = ops;
+  shifted.b = buf + 2;  // element-aligned, not 16-byte aligned
+  EXPECT_EQ(validate(wo, shifted).code(), StatusCode::kMisaligned);
   ops.scale_a = nullptr;
   EXPECT_EQ(validate(wo, ops).code(), StatusCode::kInvalidArgument);
   EXPECT_NE(validate(wo, ops).message().find("scale_a"), std::string::npos) << validate(wo, ops).message();

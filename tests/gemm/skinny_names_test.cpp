@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -365,6 +366,27 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
   }
   for (const auto& [n, offered] : offered_anywhere)
     EXPECT_TRUE(offered) << n << " is in a candidate table but every problem of the decode suite refuses it";
+}
+
+TEST(SkinnyNames, WeightOnlyDefaultWorkspaceCoversEveryPart) {
+  // Default runs 8 tokens at a time; a narrower last part may take more automatic splits (their cap
+  // divides by n), so its workspace must count too (Llama-3-70B's output projection at 13 tokens).
+  const auto def = skinny_weight_only_default(nullptr);
+  const auto part = skinny_gemm_provider(nullptr)->from_name("skinny_wo_fp8e4m3_bm16_wk8_ksauto", wo_problem(64, 1, 64));
+  ASSERT_NE(part, nullptr);
+  EXPECT_EQ(def->name(), "Default");
+  for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{128256, 13, 8192},
+                                {151936, 15, 3584}, {4096, 8, 4096}, {4096, 17, 4096}, {2048, 3, 2048}}) {
+    const GemmArgs a = wo_problem(m, n, k);
+    const std::size_t ws = def->workspace_bytes(a);
+    EXPECT_LE(ws, std::size_t{32} << 20);
+    for (std::int64_t j0 = 0; j0 < n; j0 += kWeightOnlyTokens)
+      EXPECT_GE(ws, part->workspace_bytes(wo_problem(m, std::min(kWeightOnlyTokens, n - j0), k)))
+          << m << " x " << n << " x " << k << ", tokens from " << j0;
+  }
+  // Default refuses what no weight-only kernel runs, by name.
+  EXPECT_EQ(def->can_implement(fp8_problem(4096, 1, 4096)).code(), StatusCode::kNotSupported);
+  EXPECT_TRUE(def->can_implement(wo_problem(4096, 40, 4096)).is_ok());
 }
 
 TEST(SkinnyNames, WorkspaceMatchesSplits) {

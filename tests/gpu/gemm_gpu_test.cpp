@@ -448,8 +448,8 @@ std::vector<GpuCase> gpu_cases() {
       c.rowwise = true;
       v.push_back(c);
     }
-  {
-    GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 300, 4, 528, 16, 1, 0.5, 0.25,
+  for (std::int64_t tokens : {4, 13}) {  // padded, alpha and beta; 13: Default's parts offset by ldb, ldc
+    GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, DataType::kBF16, T, N, 300, tokens, 528, 16, 1, 0.5, 0.25,
               Epilogue::kNone, DataType::kBF16};
     c.rowwise = true;
     v.push_back(c);

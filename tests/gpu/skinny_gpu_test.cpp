@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -584,6 +585,66 @@ std::vector<Case> weight_only_cases() {
     bad.rejected = true;
   }
   return v;
+}
+
+// Every e4m3 code through the in-register conversion, which the random cases above (weights of
+// magnitude 2^-4..2) do not reach above 2: weight row i holds code i at column i % 64 and zeros
+// elsewhere (the NaN codes 0x7f and 0xff hold zero), one token of ones, a power-of-two scale per row,
+// so y[i] = value(code i) * scale[i] exactly in bf16 and fp16 (at most 4 significant bits, within
+// both ranges), and any conversion error shows as a mismatch.
+TEST(SkinnyWeightOnlyCodes, EveryE4m3ValueConvertsExactly) {
+  if (current_cc() < 89) GTEST_SKIP() << "the weight-only kernels need sm_89+ (e4m3 conversions)";
+  constexpr int m = 256, k = 64;
+  std::vector<std::uint8_t> w(static_cast<std::size_t>(m) * k, 0);
+  std::vector<float> scale(m);
+  for (int i = 0; i < m; ++i) {
+    w[static_cast<std::size_t>(i) * k + i % k] = (i & 0x7f) == 0x7f ? 0 : static_cast<std::uint8_t>(i);
+    scale[i] = std::ldexp(1.f, i % 5 - 2);
+  }
+  const skinny_test::Format f8 = skinny_test::format_of(DataType::kF8E4M3);
+  for (DataType t : {DataType::kBF16, DataType::kF16}) {
+    const skinny_test::Format fo = skinny_test::format_of(t);
+    const std::uint16_t one = t == DataType::kBF16 ? 0x3f80 : 0x3c00;
+    const std::vector<std::uint16_t> x(k, one);
+    DeviceBuffer dw, dx, dy, ds, ws;
+    ASSERT_TRUE(dw.allocate(w.size()).is_ok() && dx.allocate(k * 2).is_ok() && dy.allocate(m * 2).is_ok() &&
+                ds.allocate(m * sizeof(float)).is_ok());
+    ASSERT_EQ(cudaMemcpy(dw.get(), w.data(), w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), k * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ds.get(), scale.data(), m * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    GemmArgs a;
+    a.desc = GemmDesc::make(DataType::kF8E4M3, Transpose::kT, Transpose::kN, m, 1, k);
+    a.desc.op = GemmOp::kScaledGemm;
+    a.desc.dtype_b = t;
+    a.desc.out_dtype = t;
+    a.desc.scale_mode = ScaleMode::kRowwise;
+    a.ops.a = dw.get();
+    a.ops.b = dx.get();
+    a.ops.c = dy.get();
+    a.ops.scale_a = ds.as<float>();
+    ASSERT_TRUE(validate(a.desc, a.ops).is_ok()) << validate(a.desc, a.ops).to_string();
+    for (const char* name : {"skinny_wo_fp8e4m3_bm16_wk4_ks1", "skinny_wo_fp8e4m3_bm32_wk8_ksauto",
+                             "skinny_wo_fp8e4m3_bm16_wk16_ks1_wc"}) {
+      SCOPED_TRACE(fmt::format("{} into {}", name, short_name(t)));
+      const auto sol = test_provider()->from_name(name, a);
+      ASSERT_NE(sol, nullptr);
+      ASSERT_TRUE(sol->can_implement(a).is_ok()) << sol->can_implement(a).to_string();
+      const std::size_t wsb = sol->workspace_bytes(a);
+      if (wsb > ws.size()) ASSERT_TRUE(ws.allocate(wsb).is_ok());
+      ASSERT_EQ(cudaMemset(dy.get(), 0xff, m * 2), cudaSuccess);  // NaN: every row must be written
+      ASSERT_TRUE(sol->run(a, wsb ? ws.get() : nullptr, wsb, nullptr).is_ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<std::uint16_t> y(m);
+      ASSERT_EQ(cudaMemcpy(y.data(), dy.get(), m * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      int wrong = 0;
+      for (int i = 0; i < m; ++i) {
+        const double want = ((i & 0x7f) == 0x7f ? 0.0 : skinny_test::decode(f8, static_cast<std::uint32_t>(i))) * scale[i];
+        const double got = skinny_test::decode(fo, y[i]);
+        if (got != want && wrong++ < 4) ADD_FAILURE() << "code " << i << ": " << got << ", want " << want;
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SkinnyWeightOnlyGpu, ::testing::ValuesIn(weight_only_cases()),

@@ -276,7 +276,10 @@ class WeightOnlyDefault final : public Solution<GemmArgs> {
     return inner_.can_implement(part(a, 0));
   }
   std::size_t workspace_bytes(const GemmArgs& a) const override {
-    return a.desc.n < 1 ? 0 : inner_.workspace_bytes(part(a, 0));  // the first part is the widest
+    if (a.desc.n < 1) return 0;
+    // A narrower last part may take more splits (the automatic cap divides by n), so both count.
+    const std::int64_t last = (a.desc.n - 1) / kPart * kPart;
+    return std::max(inner_.workspace_bytes(part(a, 0)), inner_.workspace_bytes(part(a, last)));
   }
   Status run(const GemmArgs& a, void* ws, std::size_t ws_bytes, Stream stream) const override {
     TUNABLE_RETURN_IF_ERROR(can_implement(a));
@@ -286,7 +289,7 @@ class WeightOnlyDefault final : public Solution<GemmArgs> {
   }
 
  private:
-  static constexpr std::int64_t kPart = 8;  // the wo kernels' token tile
+  static constexpr std::int64_t kPart = kWeightOnlyTokens;
   static SkinnyConfig config() {
     return SkinnyShape::of(16, 8).config(SkinnyFamily::kWeightOnly, DataType::kF8E4M3, KSplit::automatic());
   }
@@ -348,8 +351,7 @@ std::vector<std::string> skinny_gemm_variant_names() {
     for (DataType t : {DataType::kBF16, DataType::kF16, DataType::kF8E4M3})
       for (const SkinnyShape& s : f->shapes())
         for (const KSplit& ks : splits)
-          if (s.takes(ks) && (!f->weight_only() || t == DataType::kF8E4M3))
-            names.push_back(s.config(f->family(), t, ks).name());
+          if (s.takes(ks) && s.config(f->family(), t, ks).valid()) names.push_back(s.config(f->family(), t, ks).name());
   return names;
 }
 

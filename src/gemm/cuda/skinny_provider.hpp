@@ -28,7 +28,8 @@ std::shared_ptr<const Provider<GemmArgs>> skinny_gemm_provider(SkinnyState* stat
 /// provider's solutions do.
 SolutionPtr<GemmArgs> skinny_weight_only_default(SkinnyState* state);
 
-/// The variants the GPU suite walks for every problem: each family's shapes x bf16, fp16, fp8e4m3 x
+/// The variants the GPU suite walks for every problem: each family's shapes x bf16, fp16, fp8e4m3 (the
+/// weight-only family: fp8e4m3) x
 /// the split settings auto, 1, 2, 4, 8, 16, w2, w4 and c2, c4 where the shape takes them. from_name
 /// rebuilds each of them; skinny_all_configs() (skinny_config.hpp) is every name it accepts.
 std::vector<std::string> skinny_gemm_variant_names();
