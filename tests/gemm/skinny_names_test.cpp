@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gemm/cuda/skinny_config.hpp"
+#include "gemm/cuda/skinny_family.hpp"
 #include "gemm/cuda/skinny_provider.hpp"
 
 namespace tunable {
@@ -67,7 +68,7 @@ TEST(SkinnyNames, EveryValidConfigRoundTrips) {
     ++per_family[tag(c.family)];
   }
   for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe, SkinnyFamily::kMmaTma,
-                         SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly})
+                         SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly, SkinnyFamily::kWeightOnlyGemv})
     EXPECT_GT(per_family[tag(f)], 0) << "no configuration of family " << tag(f);
   // The provider's from_name rebuilds every one of them, under the same name.
   const GemmArgs any = tn_problem(DataType::kBF16, 4096, 1, 4096);
@@ -150,6 +151,8 @@ TEST(SkinnyNames, NamesInResultsFilesKeepTheirMeaning) {
       {"skinny_wo_fp8e4m3_bm16_wk8_ksauto", config(F::kWeightOnly, fp8, 16, 8, KSplit::automatic())},
       {"skinny_wo_fp8e4m3_bm32_wk16_ks4_wc", warp_contiguous(config(F::kWeightOnly, fp8, 32, 16, KSplit::splits(4)))},
       {"skinny_wo_fp8e4m3_bm16_wk4_ksw2", config(F::kWeightOnly, fp8, 16, 4, KSplit::balanced(2))},
+      {"skinny_wov_fp8e4m3_r2_t256_ks4", config(F::kWeightOnlyGemv, fp8, 2, 256, KSplit::splits(4))},
+      {"skinny_wov_fp8e4m3_r4_t256_ksauto", config(F::kWeightOnlyGemv, fp8, 4, 256, KSplit::automatic())},
   };
   const std::vector<SkinnyConfig> all = skinny_all_configs();
   for (const auto& [name, want] : known) {
@@ -276,14 +279,19 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
                           "skinny_mmt_bf16_bm16_wk8_ks1_bal_b8s3", "skinny_mmt_bf16_bm16_wk8_ks1_b8s3_bal_wc",
                           "skinny_mmt_bf16_bm16_wk8_ks1_bal", "skinny_mma_bf16_bm16_wk8_ks1_b8s3_bal",
                           "skinny_wgt_bf16_bm64_wk4_ks1_b4s3_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b8s3bal",
-                          "skinny_mmt_bf16_bm16_wk8_ks1_b8s5_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b16s6_bal"}) {
+                          "skinny_mmt_bf16_bm16_wk8_ks1_b8s5_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b16s6_bal",
+                          // The weight-only families: e4m3 only, their own shapes.
+                          "skinny_wo_bf16_bm16_wk8_ks1", "skinny_wov_bf16_r1_t256_ks1", "skinny_wov_fp8e4m3_r1_t128_ks1",
+                          "skinny_wov_fp8e4m3_bm16_wk8_ks1", "skinny_wo_fp8e4m3_r1_t256_ks1", "skinny_wo_fp8e4m3_bm16_wk8_ksc2"}) {
     EXPECT_EQ(skinny_gemm_provider(nullptr)->from_name(bad, any), nullptr) << bad;
   }
 }
 
 /// Tokens `f` takes at most (its token tiles).
 std::int64_t max_tokens(SkinnyFamily f) {
-  return f == SkinnyFamily::kGemv || f == SkinnyFamily::kWeightOnly ? 8 : f == SkinnyFamily::kMmaTma ? 16 : 64;
+  return f == SkinnyFamily::kGemv || f == SkinnyFamily::kWeightOnly || f == SkinnyFamily::kWeightOnlyGemv ? 8
+         : f == SkinnyFamily::kMmaTma                                                                       ? 16
+                                                                                                            : 64;
 }
 
 TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
@@ -341,9 +349,9 @@ TEST(SkinnyNames, EnumeratesTheDecodeSuite) {
           }
         }
         // Every family contributes to a problem it serves, and none to one it does not.
-        for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe,
-                               SkinnyFamily::kMmaTma, SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly}) {
-          if (tokens <= max_tokens(f) && (f == SkinnyFamily::kWeightOnly) == wo)
+        for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe, SkinnyFamily::kMmaTma,
+                               SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly, SkinnyFamily::kWeightOnlyGemv}) {
+          if (tokens <= max_tokens(f) && skinny_family(f).weight_only() == wo)
             EXPECT_GT(per_family[f], 0) << what << ": no candidate of " << skinny_family_tag(f);
           else
             EXPECT_EQ(per_family[f], 0) << what << ": " << skinny_family_tag(f) << " offered above its tokens";

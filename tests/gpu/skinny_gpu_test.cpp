@@ -521,7 +521,7 @@ TEST_P(SkinnyWeightOnlyGpu, EveryVariantMatchesTheReferenceAndNoOtherFamilyRunsI
     } else {
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       EXPECT_FALSE(cands.empty());
-      for (const auto& s : cands) EXPECT_EQ(s->name().rfind("skinny_wo_", 0), 0u) << s->name();
+      for (const auto& s : cands) EXPECT_EQ(s->name().rfind("skinny_wo", 0), 0u) << s->name();  // wo, wov
     }
   }
   int ran = 0;
@@ -532,7 +532,7 @@ TEST_P(SkinnyWeightOnlyGpu, EveryVariantMatchesTheReferenceAndNoOtherFamilyRunsI
     const auto sol = provider->from_name(name, args);
     ASSERT_NE(sol, nullptr);
     const Status can = sol->can_implement(args);
-    const bool wo = name.rfind("skinny_wo_", 0) == 0;
+    const bool wo = name.rfind("skinny_wo", 0) == 0;  // the wo and wov families
     if (!wo) {
       EXPECT_EQ(can.code(), StatusCode::kNotSupported) << "another family takes the weight-only problem";
       continue;
@@ -627,7 +627,8 @@ TEST(SkinnyWeightOnlyCodes, EveryE4m3ValueConvertsExactly) {
     a.ops.scale_a = ds.as<float>();
     ASSERT_TRUE(validate(a.desc, a.ops).is_ok()) << validate(a.desc, a.ops).to_string();
     for (const char* name : {"skinny_wo_fp8e4m3_bm16_wk4_ks1", "skinny_wo_fp8e4m3_bm32_wk8_ksauto",
-                             "skinny_wo_fp8e4m3_bm16_wk16_ks1_wc"}) {
+                             "skinny_wo_fp8e4m3_bm16_wk16_ks1_wc", "skinny_wov_fp8e4m3_r1_t256_ks1",
+                             "skinny_wov_fp8e4m3_r4_t256_ksauto"}) {
       SCOPED_TRACE(fmt::format("{} into {}", name, short_name(t)));
       const auto sol = test_provider()->from_name(name, a);
       ASSERT_NE(sol, nullptr);

@@ -10,4 +10,5 @@ set(TUNABLE_SKINNY_SOURCES
   gemm/cuda/skinny_mmap.cu
   gemm/cuda/skinny_mmt.cu
   gemm/cuda/skinny_wgt.cu
-  gemm/cuda/skinny_wo.cu)
+  gemm/cuda/skinny_wo.cu
+  gemm/cuda/skinny_wov.cu)

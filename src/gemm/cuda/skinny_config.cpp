@@ -24,6 +24,8 @@ const char* skinny_family_tag(SkinnyFamily f) {
       return "wgt";
     case SkinnyFamily::kWeightOnly:
       return "wo";
+    case SkinnyFamily::kWeightOnlyGemv:
+      return "wov";
   }
   return "?";
 }
@@ -40,6 +42,8 @@ const SkinnyFamilyBridge& skinny_family(SkinnyFamily f) {
       return skinny_mmt_family();
     case SkinnyFamily::kWeightOnly:
       return skinny_wo_family();
+    case SkinnyFamily::kWeightOnlyGemv:
+      return skinny_wov_family();
     case SkinnyFamily::kWgmma:
       break;
   }
@@ -49,7 +53,7 @@ const SkinnyFamilyBridge& skinny_family(SkinnyFamily f) {
 const std::vector<const SkinnyFamilyBridge*>& skinny_families() {
   static const std::vector<const SkinnyFamilyBridge*> all = {
       &skinny_gemv_family(), &skinny_mma_family(), &skinny_mmap_family(), &skinny_mmt_family(),
-      &skinny_wgt_family(), &skinny_wo_family()};
+      &skinny_wgt_family(), &skinny_wo_family(), &skinny_wov_family()};
   return all;
 }
 
@@ -58,8 +62,8 @@ std::string SkinnyConfig::name() const {
                             : ks.waves != 0   ? fmt::format("w{}", ks.waves)
                             : ks.cluster != 0 ? fmt::format("c{}", ks.cluster)
                                               : std::string("auto");
-  if (family == SkinnyFamily::kGemv)
-    return fmt::format("skinny_gemv_{}_r{}_t{}_ks{}", short_name(dtype), rows, width, split);
+  if (family == SkinnyFamily::kGemv || family == SkinnyFamily::kWeightOnlyGemv)
+    return fmt::format("skinny_{}_{}_r{}_t{}_ks{}", skinny_family_tag(family), short_name(dtype), rows, width, split);
   const bool ring = family == SkinnyFamily::kMmaTma || family == SkinnyFamily::kWgmma;
   const std::string shape = ring ? fmt::format("_b{}s{}", boxes, stages) : "";
   return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}{}", skinny_family_tag(family),
@@ -86,7 +90,7 @@ bool SkinnyConfig::valid() const {
 
 std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
   static const std::regex re(
-      "^skinny_(gemv|mmap|mmt|mma|wgt|wo)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w["
+      "^skinny_(gemv|mmap|mmt|mma|wgt|wov|wo)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w["
       "0-9]|c[0-9]|"
       "[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_bal)?(_wc)?$");
   std::smatch m;
@@ -97,6 +101,7 @@ std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
              : m[1] == "mmap" ? SkinnyFamily::kMmaPipe
              : m[1] == "mmt"  ? SkinnyFamily::kMmaTma
              : m[1] == "wo"   ? SkinnyFamily::kWeightOnly
+             : m[1] == "wov"  ? SkinnyFamily::kWeightOnlyGemv
                               : SkinnyFamily::kWgmma;
   const auto t = parse_data_type(m[2].str());
   if (!t) return std::nullopt;

@@ -14,6 +14,7 @@
 //                                    tiles, weight and tokens by TMA; no fp8 into an fp32 output)
 //   skinny_wo_fp8e4m3_bm<16|32>_wk<4|8|16>_ks<split>[_wc]  (n <= 8; weight-only: e4m3 weights with
 //                                    row scales times bf16/fp16 tokens, converted in registers)
+//   skinny_wov_fp8e4m3_r<1|2|4>_t256_ks<split>  (n <= 8; the weight-only problem on CUDA cores)
 // split: auto (sized from the device's SM count and the kernel's occupancy: at least one full
 // wave), 1..64 (that many K splits, fewer when K holds fewer split granules), w<1..8>
 // (wave-balanced: any count, not only powers of two, so the grid gives >= W waves of resident
@@ -40,9 +41,10 @@ enum class SkinnyFamily {
   kMmaTma,   ///< "mmt": the MMA kernel whose weight arrives by TMA (skinny_tma.cuh)
   kWgmma,    ///< "wgt": warpgroup MMA on 64-row tiles, weight and tokens by TMA (skinny_wgmma.cuh)
   kWeightOnly,  ///< "wo": e4m3 weights x 16-bit tokens, register-fed MMA (skinny_wo.cuh)
+  kWeightOnlyGemv,  ///< "wov": e4m3 weights x 16-bit tokens on CUDA cores (skinny_wov.cuh)
 };
 
-/// The family's tag in names: gemv, mma, mmap, mmt, wgt, wo.
+/// The family's tag in names: gemv, mma, mmap, mmt, wgt, wo, wov.
 const char* skinny_family_tag(SkinnyFamily f);
 
 /// Grids of the TMA-fed MMA kernel (kernels::SkinnyMmtGrid): one block per 16-row tile; one block
@@ -87,10 +89,10 @@ constexpr int kSkinnyMaxWaves = 8;
 struct SkinnyConfig {
   SkinnyFamily family = SkinnyFamily::kGemv;
   DataType dtype = DataType::kBF16;  ///< A and B: bf16, fp16 or fp8e4m3 (wo: A, fp8e4m3 only)
-  /// gemv: weight rows per warp (1, 2, 4); the MMA families: weight rows per block (16, 32; mmt 16,
-  /// wgt 64).
+  /// gemv, wov: weight rows per warp (1, 2, 4); the MMA families: weight rows per block (16, 32; mmt
+  /// 16, wgt 64).
   int rows = 1;
-  /// gemv: threads per block (128, 256); mma, mmap: warps splitting K (4, 8, 16); mmt: consumer
+  /// gemv, wov: threads per block (128, 256; wov 256); mma, mmap, wo: warps splitting K (4, 8, 16); mmt: consumer
   /// warps (4, 8); wgt: 4 (one warpgroup).
   int width = 256;
   KSplit ks;        ///< the K-split setting

@@ -1,7 +1,7 @@
 // One skinny kernel family as the provider sees it: the shapes it is built for (what the name
 // grammar accepts), its candidate table (what the tuner times), its family-specific limits and its
 // launch. Each family's bridge file (skinny_gemv.cu, skinny_mma.cu, skinny_mmap.cu, skinny_mmt.cu,
-// skinny_wgt.cu, skinny_wo.cu) instantiates its kernels and defines one SkinnyFamilyBridge, so adding a variant
+// skinny_wgt.cu, skinny_wo.cu, skinny_wov.cu) instantiates its kernels and defines one SkinnyFamilyBridge, so adding a variant
 // touches that family's tables and nothing else.
 #pragma once
 
@@ -135,6 +135,7 @@ const SkinnyFamilyBridge& skinny_mmap_family();
 const SkinnyFamilyBridge& skinny_mmt_family();
 const SkinnyFamilyBridge& skinny_wgt_family();
 const SkinnyFamilyBridge& skinny_wo_family();
+const SkinnyFamilyBridge& skinny_wov_family();
 
 /// The bridge of `f`.
 const SkinnyFamilyBridge& skinny_family(SkinnyFamily f);
