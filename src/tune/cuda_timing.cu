@@ -83,8 +83,10 @@ Status EventTimer::time_graph(int n, const std::function<Status(int)>& fn, int r
     (void)cudaGetLastError();  // e.g. the legacy default stream, which cannot be captured
     return Status(StatusCode::kNotSupported, fmt::format("stream capture refused: {}", cudaGetErrorString(e)));
   }
-  Status st = Status::ok();
-  for (int i = 0; i < n && st.is_ok(); ++i) st = fn(i);
+  const Status st = [&] {  // the first failing call's status
+    for (int i = 0; i < n; ++i) TUNABLE_RETURN_IF_ERROR(fn(i));
+    return Status::ok();
+  }();
   cudaGraph_t graph = nullptr;
   e = cudaStreamEndCapture(stream_, &graph);  // always, so the stream leaves capture mode
   if (!st.is_ok() || e != cudaSuccess) {
