@@ -39,6 +39,13 @@ enum class ScaleMode {
   /// per-token activation scales, what FP8 weights need to keep their accuracy. Weight-only
   /// problems (a 16-bit B) have no scale_b: C[i][j] = alpha * scale_a[i] * (op(A) op(B))[i][j].
   kRowwise,
+  /// The weight-only problem with each token RMS-normalized on the way in: kRowwise's scale_a, and
+  /// per column j of op(B) the factor 1 / sqrt(mean over k of op(B)[k][j]^2 + rms_eps), computed
+  /// by the kernel from B itself: C[i][j] = alpha * scale_a[i] * r_j * (op(A) op(B))[i][j]
+  /// (+ beta C + bias). An RMSNorm whose weight the caller folded into A's columns, run inside the
+  /// GEMM, so an FP8 decode step launches no norm before it. is_weight_only problems only; "_rms"
+  /// in the params signature.
+  kRowwiseRms,
 };
 
 struct GemmDesc {
@@ -59,8 +66,13 @@ struct GemmDesc {
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  ///< elements between batch entries
   double alpha = 1.0;
   double beta = 0.0;
-  Epilogue epilogue = Epilogue::kNone;  ///< kGemmAndBias: kBias, kBiasRelu or kBiasGelu
+  /// kGemmAndBias: kBias, kBiasRelu or kBiasGelu; kScaledGemm: kBias, with beta = 0 except on the
+  /// weight-only problem (our kernels add both)
+  Epilogue epilogue = Epilogue::kNone;
   ScaleMode scale_mode = ScaleMode::kTensor;  ///< kScaledGemm only; kRowwise adds "_rw" to the params signature
+  /// ScaleMode::kRowwiseRms only: the epsilon under the square root, finite and > 0. Like alpha and beta it is not
+  /// part of the signatures (it does not change which kernel is fastest); parsing gives 1e-6.
+  double rms_eps = 1e-6;
 
   /// A plain GEMM with tight leading dimensions for the given transposes.
   static GemmDesc make(DataType dtype, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n,

@@ -56,6 +56,11 @@ struct SkinnyParams {
   int prefetch = 0;               ///< weight bytes a block hints into L2 before the PDL wait; 0: the kernel's default
   SkinnyOut out = SkinnyOut::kBF16;
   SkinnyAct act = SkinnyAct::kNone;
+  /// Weight-only kernels only: y[i][j] also times rms_factor(sum over k of x[j][k]^2), the RMS
+  /// normalization of token j (its weight folded into W by the caller), so a decode step needs no
+  /// norm launch before the GEMM. The block needs the whole row: one split only.
+  bool rms = false;
+  float rms_eps = 0.f;
 };
 
 /// What a launcher is asked to do: the problem plus the K-split request.
@@ -335,6 +340,12 @@ __device__ __forceinline__ void write_result(const SkinnyParams& p, int i, int j
     v = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
   }
   store_out(p.out, p.y, idx, v);
+}
+
+/// rsqrt(mean of squares + eps) of a token whose k squares sum to `ss` (SkinnyParams::rms): the
+/// factor of an RMSNorm without its weight, as PyTorch's RMSNorm computes it in fp32.
+__device__ __forceinline__ float rms_factor(const SkinnyParams& p, float ss) {
+  return rsqrtf(ss / static_cast<float>(p.k) + p.rms_eps);
 }
 
 /// Where split `s` leaves its partial sum of y[j][i] (fp32, i fastest).

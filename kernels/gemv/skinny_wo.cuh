@@ -27,6 +27,8 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "kernels/gemv/common.cuh"
 #include "kernels/gemv/mma_epilogue.cuh"
 #include "kernels/gemv/skinny_mma.cuh"
@@ -80,8 +82,10 @@ __device__ __forceinline__ void wo_convert(const uint4& w, uint4& first, uint4& 
 }  // namespace skinny_detail
 
 /// WM: 16-row MMA tiles per block, KW: warps splitting the block's K range, WC: warp-contiguous K
-/// order (SkinnyKOrder). X: the token type's conversion (WoBf16, WoF16). n <= 8.
-template <class X, int WM, int KW, bool WC>
+/// order (SkinnyKOrder). X: the token type's conversion (WoBf16, WoF16). n <= 8. RMS:
+/// SkinnyParams::rms; lane (g, t) sums the squares of the token values it loads (token g), the
+/// block adds them over t and over its warps beside the accumulators.
+template <class X, int WM, int KW, bool WC, bool RMS>
 __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
   using Mma = typename X::Mma;
@@ -116,6 +120,7 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
 #pragma unroll
     for (int q = 0; q < 4; ++q) acc[mt][0][q] = 0.f;
   }
+  float ss = 0.f;  // RMS: squares of token g's values this lane loads
 
   for (int s = ko.first(); s < ko.end(); s += ko.step()) {
     uint4 a[kU][WM][2];
@@ -135,6 +140,13 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
       const unsigned char* xp = xrow + static_cast<size_t>(e) * 2;
       // Past ke both operands are zero; every lane still joins the warp-wide mma.
       const uint4 b0 = ld_cached16(xp, e < ke), b1 = ld_cached16(xp + 16, e < ke);
+      if constexpr (RMS) {
+        float f0[Mma::kVec], f1[Mma::kVec];
+        Mma::to_float(b0, f0);
+        Mma::to_float(b1, f1);
+#pragma unroll
+        for (int i = 0; i < Mma::kVec; ++i) ss = fmaf(f1[i], f1[i], fmaf(f0[i], f0[i], ss));
+      }
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
         uint4 r0a, r0b, r1a, r1b;
@@ -146,27 +158,40 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
     }
   }
 
-  mma_block_epilogue<WM, 1, KW, 1>(p, acc, red, row0);
+  float* tok_ss = nullptr;  // RMS: [KW][8] sums of squares per warp and token, after the epilogue's buffer
+  if constexpr (RMS) {
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+    tok_ss = red + mma_epilogue_smem(WM, 1, KW, 1) / sizeof(float);
+    if (t == 0) tok_ss[warp * 8 + g] = ss;  // the epilogue's barrier publishes it
+  }
+  mma_block_epilogue<WM, 1, KW, 1>(p, acc, red, row0, 16 * WM, tok_ss);
   skinny_trace_exit(p.w);
 }
 
 /// Runs the weight-only kernel on `stream`: block_rows in {16, 32}, k_warps in {4, 8, 16},
-/// l.p.n <= 8, l.p.out bf16 or fp16 (the tokens' type), l.p.row_scale set and l.p.col_scale null.
+/// l.p.n <= 8, l.p.out bf16 or fp16 (the tokens' type), l.p.row_scale set and l.p.col_scale null;
+/// with l.p.rms one split (l.splits 1).
 /// `dev` and `cache` are the caller's facts of the current device (skinny_device.hpp).
 inline cudaError_t skinny_wo(int block_rows, int k_warps, bool warp_contiguous, const SkinnyLaunch& l,
                              const SkinnyDevice& dev, SkinnyKernelCache* cache, cudaStream_t stream) {
   using namespace skinny_detail;
   if (block_rows % 16 != 0 || l.p.n < 1 || l.p.n > 8 || l.cluster > 1) return cudaErrorInvalidValue;
   if (l.p.row_scale == nullptr || l.p.col_scale != nullptr) return cudaErrorInvalidValue;
+  if (l.p.rms && l.splits != 1) return cudaErrorInvalidValue;  // a split sees part of each token
   auto run = [&](auto x) {
     using X = decltype(x);
     return skinny_dispatch_int<1, 2>(block_rows / 16, [&](auto wm) {
       return skinny_dispatch_int<4, 8, 16>(k_warps, [&](auto kw) {
         constexpr int WM = wm.value, KW = kw.value;
-        constexpr std::size_t smem = mma_epilogue_smem(WM, 1, KW, 1);
-        const auto kernel = warp_contiguous ? skinny_wo_kernel<X, WM, KW, true> : skinny_wo_kernel<X, WM, KW, false>;
         // E4M3Traits: the weight's 16-element vectors set the split granule; sm_89+ (cvt e4m3x2).
-        return skinny_mma_family_launch<E4M3Traits, WM, KW, 1>(kernel, smem, l, dev, cache, stream);
+        auto go = [&](auto rms) {
+          constexpr bool R = rms.value;
+          constexpr std::size_t smem = mma_epilogue_smem(WM, 1, KW, 1) + (R ? KW * 8 * sizeof(float) : 0);
+          const auto kernel = warp_contiguous ? skinny_wo_kernel<X, WM, KW, true, R> : skinny_wo_kernel<X, WM, KW, false, R>;
+          return skinny_mma_family_launch<E4M3Traits, WM, KW, 1>(kernel, smem, l, dev, cache, stream);
+        };
+        return l.p.rms ? go(std::true_type{}) : go(std::false_type{});
       });
     });
   };

@@ -19,8 +19,10 @@
 namespace tunable::kernels {
 
 /// X: the tokens' traits (Bf16Traits, F16Traits); MT: token tile (n <= MT), RPW: weight rows per
-/// warp, WARPS: warps per block. 128 registers (16 warps per SM), as skinny_gemv_kernel.
-template <class X, int MT, int RPW, int WARPS>
+/// warp, WARPS: warps per block; RMS: SkinnyParams::rms (every warp reads each token's whole row,
+/// so it sums the squares of the values it converts anyway and needs no other load). 128 registers
+/// (16 warps per SM), as skinny_gemv_kernel.
+template <class X, int MT, int RPW, int WARPS, bool RMS>
 __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     skinny_wov_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
@@ -47,6 +49,9 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   float acc[RPW * MT];  // acc[r * MT + j]
 #pragma unroll
   for (int i = 0; i < RPW * MT; ++i) acc[i] = 0.f;
+  float ss[MT];  // RMS: this lane's sums of squares of each token
+#pragma unroll
+  for (int j = 0; j < MT; ++j) ss[j] = 0.f;
 
   for (int v0 = kb / kVec + lane; v0 < ve; v0 += 32 * kU) {
     uint4 w[kU][RPW];
@@ -70,6 +75,10 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
         const unsigned char* xp = xrow[j] + static_cast<size_t>(v) * 32;
         X::to_float(ld_cached16(xp, v < ve), lo);
         X::to_float(ld_cached16(xp + 16, v < ve), hi);
+        if constexpr (RMS) {
+#pragma unroll
+          for (int e = 0; e < X::kVec; ++e) ss[j] = fmaf(hi[e], hi[e], fmaf(lo[e], lo[e], ss[j]));
+        }
 #pragma unroll
         for (int r = 0; r < RPW; ++r) {
 #pragma unroll
@@ -84,18 +93,25 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 
   warp_sum_transposed<RPW * MT>(acc, lane);
   constexpr int kGroup = 32 / (RPW * MT);
-  if (lane % kGroup == 0) {
-    const int idx = lane / kGroup;
-    const int row = row0 + idx / MT, j = idx % MT;
-    if (row < p.m && j < p.n) emit(p, row, j, acc[0], result_scale(p));
+  const int idx = lane / kGroup;
+  const int row = row0 + idx / MT, j = idx % MT;
+  float f = 1.f;  // RMS: token j's factor; the launcher allows one split only, so ss covers all of k
+  if constexpr (RMS) {
+#pragma unroll
+    for (int jj = 0; jj < MT; ++jj) {
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) ss[jj] += __shfl_xor_sync(0xffffffffu, ss[jj], off);
+      if (jj == j) f = rms_factor(p, ss[jj]);
+    }
   }
+  if (lane % kGroup == 0 && row < p.m && j < p.n) emit(p, row, j, acc[0] * f, result_scale(p));
   skinny_trace_exit(p.w);
 }
 
-template <class X, int MT, int RPW, int WARPS>
+template <class X, int MT, int RPW, int WARPS, bool RMS>
 cudaError_t skinny_wov_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, SkinnyKernelCache* cache,
                               cudaStream_t stream) {
-  const auto kernel = skinny_wov_kernel<X, MT, RPW, WARPS>;
+  const auto kernel = skinny_wov_kernel<X, MT, RPW, WARPS, RMS>;
   constexpr int kThreads = WARPS * 32;
   SkinnyParams p = l.p;
   const long long blocks0 = (static_cast<long long>(p.m) + RPW * WARPS - 1) / (RPW * WARPS);
@@ -106,6 +122,7 @@ cudaError_t skinny_wov_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, Sk
   const SkinnySplit sp = skinny_plan(l, p.k, skinny_gemv_granule(skinny_detail::E4M3Traits::kVec), blocks0,
                                      static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
+  if (RMS && p.splits != 1) return cudaErrorInvalidValue;  // a split sees part of each token
   p.acc_scale = 256.f;  // the weight's conversion gives value * 2^-8; the tokens' is exact
   e = skinny_launch_main(kernel, dim3(static_cast<unsigned>(blocks0), static_cast<unsigned>(p.splits)), kThreads,
                          0, 1, p, dev, stream);
@@ -113,7 +130,8 @@ cudaError_t skinny_wov_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, Sk
 }
 
 /// Runs the weight-only GEMV on `stream`: rows_per_warp in {1, 2, 4}, 256 threads, l.p.n <= 8,
-/// l.p.out bf16 or fp16 (the tokens' type), l.p.row_scale set and l.p.col_scale null.
+/// l.p.out bf16 or fp16 (the tokens' type), l.p.row_scale set and l.p.col_scale null; with l.p.rms
+/// one split (l.splits 1).
 inline cudaError_t skinny_wov(int rows_per_warp, int threads, const SkinnyLaunch& l, const SkinnyDevice& dev,
                               SkinnyKernelCache* cache, cudaStream_t stream) {
   using namespace skinny_detail;
@@ -123,7 +141,8 @@ inline cudaError_t skinny_wov(int rows_per_warp, int threads, const SkinnyLaunch
     using X = decltype(x);
     return skinny_dispatch_int<1, 2, 4, 8>(skinny_gemv_token_tile(l.p.n), [&](auto mt) {
       return skinny_dispatch_int<1, 2, 4>(rows_per_warp, [&](auto rpw) {
-        return skinny_wov_launch<X, mt.value, rpw.value, 8>(l, dev, cache, stream);
+        return l.p.rms ? skinny_wov_launch<X, mt.value, rpw.value, 8, true>(l, dev, cache, stream)
+                       : skinny_wov_launch<X, mt.value, rpw.value, 8, false>(l, dev, cache, stream);
       });
     });
   };

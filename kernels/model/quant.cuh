@@ -1,7 +1,8 @@
 // FP8 e4m3 row quantization for the engine's FP8 weights: each row gets its own scale
 // (amax / 448, floored like the fused norms' per-token scales), so one outlier costs the precision of
 // its row only. The same kernel quantizes weight rows at load (per output channel) and activation
-// rows before a GEMM (per token); the embedding lookup dequantizes a row of an e4m3 table.
+// rows before a GEMM (per token); the embedding lookup dequantizes a row of an e4m3 table. At load a
+// weight can be multiplied column by column first (an RMSNorm's weight folded into the GEMM after it).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,7 +20,18 @@ struct QuantRowsParams {
   float* scales;        ///< [rows]: x ~= out * scale
   std::int64_t x_stride, out_stride;
   int cols;             ///< a multiple of 8 (16-byte loads of 16-bit types), strides too
+  /// Or null: element c of every row is multiplied by (col_offset + col_mul[c]) in fp32 before it
+  /// is quantized (a norm weight folded into the weight; Gemma's norms multiply by 1 + w).
+  const T* col_mul;
+  float col_offset;
 };
+
+/// Element e of vector i of a row, times its column's factor when the launch folds one in.
+template <class T, class V>
+__device__ __forceinline__ float quant_value(const QuantRowsParams<T>& p, const V& v, int i, int e) {
+  const float f = to_float(v.v[e]);
+  return p.col_mul ? f * (p.col_offset + to_float(p.col_mul[i + e])) : f;
+}
 
 /// One block per row. A row of at most kQuantHold vectors per thread (every activation row of the
 /// models served, at 1024 threads) is read once into registers; a longer one (a weight row at
@@ -51,7 +63,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_consta
     for (int h = 0; h < kQuantHold; ++h)
       if (threadIdx.x + h * blockDim.x < nvec)
 #pragma unroll
-        for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(to_float(v[h].v[e])));
+        for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(quant_value(p, v[h], (threadIdx.x + h * blockDim.x) * kV, e)));
     amax = group_reduce(amax, static_cast<int>(blockDim.x) / 32, scratch, MaxOp{});
     const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
     if (threadIdx.x == 0) p.scales[blockIdx.x] = s;
@@ -62,7 +74,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_consta
       if (i >= nvec) continue;
       VO o;
 #pragma unroll
-      for (int e = 0; e < kV; ++e) o.v[e] = from_float<fp8_e4m3>(to_float(v[h].v[e]) * inv);
+      for (int e = 0; e < kV; ++e) o.v[e] = from_float<fp8_e4m3>(quant_value(p, v[h], i * kV, e) * inv);
       store_vec(out + i * kV, o);
     }
     return;
@@ -70,7 +82,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_consta
   for (int i = threadIdx.x * kV; i < p.cols; i += blockDim.x * kV) {
     const V v = load_vec<V>(x + i);
 #pragma unroll
-    for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(to_float(v.v[e])));
+    for (int e = 0; e < kV; ++e) amax = fmaxf(amax, fabsf(quant_value(p, v, i, e)));
   }
   amax = group_reduce(amax, static_cast<int>(blockDim.x) / 32, scratch, MaxOp{});
   const float s = fmaxf(amax / kFp8E4M3Max, kFp8MinScale);
@@ -80,7 +92,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(const __grid_consta
     const V v = load_vec<V>(x + i);
     VO o;
 #pragma unroll
-    for (int e = 0; e < kV; ++e) o.v[e] = from_float<fp8_e4m3>(to_float(v.v[e]) * inv);
+    for (int e = 0; e < kV; ++e) o.v[e] = from_float<fp8_e4m3>(quant_value(p, v, i, e) * inv);
     store_vec(out + i, o);
   }
 }

@@ -1,6 +1,6 @@
 // Naive GEMM in double precision: the numerics reference of GPU tuning and tests.
 // C = epilogue(alpha * scale_a * scale_b * op(A) op(B) + beta * C + bias), written as type R (scales
-// one float each, or rowwise: scale_a[i] * scale_b[j])
+// one float each, or rowwise: scale_a[i] * scale_b[j]; optionally each column RMS-normalized)
 // (float or double) into a dense m x n x batch array; 16 x 16 shared-memory tiles.
 #pragma once
 
@@ -26,6 +26,10 @@ struct ReferenceGemmArgs {
   bool trans_a, trans_b;
   double alpha, beta;
   int epilogue;  ///< 0 none, 1 bias, 2 bias+relu, 3 bias+gelu(tanh)
+  /// Column j of the product also times 1 / sqrt(mean over k of op(B)[k][j]^2 + rms_eps)
+  /// (ScaleMode::kRowwiseRms).
+  bool rms;
+  double rms_eps;
 };
 
 template <class T>
@@ -46,7 +50,7 @@ __device__ __forceinline__ void reference_gemm_tile(const ReferenceGemmArgs& g, 
   const std::int64_t i = tx * kTile + threadIdx.x;  // row of C
   const std::int64_t j = ty * kTile + threadIdx.y;  // column of C
   const std::int64_t a0 = bt * g.stride_a, b0 = bt * g.stride_b;
-  double acc = 0;
+  double acc = 0, ss = 0;
   for (std::int64_t p0 = 0; p0 < g.k; p0 += kTile) {
     // as[x][y] = op(A)(block row x, k p0+y); bs[x][y] = op(B)(k p0+x, block col y)
     {
@@ -66,12 +70,17 @@ __device__ __forceinline__ void reference_gemm_tile(const ReferenceGemmArgs& g, 
     __syncthreads();
 #pragma unroll
     for (int q = 0; q < kTile; ++q) acc += as[threadIdx.x][q] * bs[q][threadIdx.y];
+    if (g.rms) {
+#pragma unroll
+      for (int q = 0; q < kTile; ++q) ss += bs[q][threadIdx.y] * bs[q][threadIdx.y];
+    }
     __syncthreads();
   }
   if (i >= g.m || j >= g.n) return;
   double scale = g.alpha;
   if (g.scale_a) scale *= static_cast<double>(g.scale_a[g.rowwise ? i : 0]);
   if (g.scale_b) scale *= static_cast<double>(g.scale_b[g.rowwise ? j : 0]);
+  if (g.rms) scale /= sqrt(ss / static_cast<double>(g.k) + g.rms_eps);
   double v = scale * acc;
   if (g.beta != 0) v += g.beta * ref_load<TC>(g.c, bt * g.stride_c + i + j * g.ldc);
   if (g.epilogue >= 1) v += ref_load<TC>(g.bias, i);

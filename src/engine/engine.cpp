@@ -84,6 +84,16 @@ struct Linear {
   std::int64_t out = 0, in = 0;
 };
 
+/// How a linear layer's GEMM meets the residual stream. FP8 weights carry the layers' norm weights
+/// folded into the GEMMs after them (each column of W times the norm's weight, at load), so a
+/// decode step of at most 8 rows (the weight-only GEMM) runs no norm kernel: the QKV and gate/up
+/// GEMMs RMS-normalize their input rows themselves and the O and down GEMMs add into the residual.
+enum class LinearMode {
+  kPlain,     ///< y = x W^T (+ bias)
+  kRmsInput,  ///< y = (x / rms(x)) W^T (+ bias), rms(x) = sqrt(mean(x^2) + eps): weight-only GEMMs only
+  kAddTo,     ///< y += x W^T (+ bias)
+};
+
 struct Layer {
   Linear qkv, o, gate_up, down;
   const void* attn_norm = nullptr;
@@ -151,7 +161,7 @@ class Engine::Impl {
   Status plan_memory();
   Status upload_weights(const model::ModelDir& m);
   Status upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements,
-                std::int64_t row_len = 0, float* row_scales = nullptr);
+                std::int64_t row_len = 0, float* row_scales = nullptr, const void* col_mul = nullptr);
   void progress(const std::string& s) const {
     if (opts_.progress) opts_.progress(s);
   }
@@ -160,7 +170,7 @@ class Engine::Impl {
   /// running the weight-only GEMM on 16-bit rows.
   bool w8a8(int rows) const { return fp8_ && rows > kWeightOnlyRows; }
   Status linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows,
-                bool q8);
+                bool q8, LinearMode mode = LinearMode::kPlain);
   Status linear_from(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride, int rows,
                      bool q8, unsigned kinds);
   Status quantize(const void* x, std::int64_t x_stride, std::int64_t cols, int rows);
@@ -377,6 +387,7 @@ Status Engine::Impl::plan_memory() {
   // A tied table is also the output projection (e4m3 with FP8 weights); an untied one is only
   // gathered from and stays in the model's dtype.
   w = per_layer * L + (cfg_.tie_word_embeddings ? lin(vocab_, h_) : mat(vocab_, h_) + lin(vocab_, h_)) + mat(h_, 1);
+  if (fp8_) w += mat(h_, 1);  // the unit norm weight of the W8A8 passes (fold_norms)
   info_.weight_bytes = w;
 
   // KV cache.
@@ -503,7 +514,7 @@ Status Engine::Impl::plan_memory() {
 /// rows of `row_len` elements stored as e4m3: each chunk (whole rows) lands in the device staging
 /// buffer and is quantized from there into dst, one scale per row into row_scales.
 Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, char* dst, std::int64_t elements,
-                            std::int64_t row_len, float* row_scales) {
+                            std::int64_t row_len, float* row_scales, const void* col_mul) {
   const auto it = m.tensors.find(name);
   if (it == m.tensors.end()) return Status(StatusCode::kInternal, fmt::format("tensor '{}' vanished", name));
   const model::StTensor& t = *it->second.second;
@@ -546,7 +557,8 @@ Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, c
       const std::int64_t r0 = e0 / row_len, rows = static_cast<std::int64_t>(n) / row_len;
       TUNABLE_RETURN_IF_ERROR(launch_status(
           engine::launch_quantize_rows(elem_, dstage, row_len, dst + e0, row_len, row_scales + r0,
-                                       static_cast<int>(rows), static_cast<int>(row_len), 256, stream_),
+                                       static_cast<int>(rows), static_cast<int>(row_len), 256, stream_, col_mul,
+                                       cfg_.gemma_norm ? 1.f : 0.f),
           "weight quantization"));
     } else {
       TUNABLE_CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<std::size_t>(e0) * esize_, stage, n * esize_,
@@ -574,11 +586,13 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     cur += linear_bytes(r, c);
     return l;
   };
-  // Rows [row0, row0 + rows) of linear `l` from tensor `name`.
-  auto fill = [&](const Linear& l, const std::string& name, std::int64_t row0, std::int64_t rows) {
+  // Rows [row0, row0 + rows) of linear `l` from tensor `name`; with FP8 weights times the norm weight
+  // `norm` (device, h_ elements) column by column when set (fold_norms).
+  auto fill = [&](const Linear& l, const std::string& name, std::int64_t row0, std::int64_t rows,
+                  const void* norm = nullptr) {
     char* dst = static_cast<char*>(const_cast<void*>(l.w)) + static_cast<std::size_t>(row0 * l.in) * wsize();
     float* sc = fp8_ ? const_cast<float*>(l.scales) + row0 : nullptr;
-    return upload(m, name, dst, rows * l.in, l.in, sc);
+    return upload(m, name, dst, rows * l.in, l.in, sc, fp8_ ? norm : nullptr);
   };
   if (fp8_) {
     const Status st = stage_dev_.allocate(host_bytes_);
@@ -591,10 +605,17 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
   for (std::int64_t l = 0; l < cfg_.num_layers; ++l) {
     const std::string p = fmt::format("model.layers.{}.", l);
     Layer& L = layers_[l];
+    // The norms first: FP8 weights fold them into the GEMMs after them (fold_norms).
+    char* n1 = place(h_, 1);
+    char* n2 = place(h_, 1);
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "input_layernorm.weight", n1, h_));
+    TUNABLE_RETURN_IF_ERROR(upload(m, p + "post_attention_layernorm.weight", n2, h_));
+    L.attn_norm = n1;
+    L.mlp_norm = n2;
     L.qkv = place_linear(qkv_dim_, h_);
-    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.q_proj.weight", 0, qd));
-    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.k_proj.weight", qd, kvd));
-    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.v_proj.weight", qd + kvd, kvd));
+    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.q_proj.weight", 0, qd, n1));
+    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.k_proj.weight", qd, kvd, n1));
+    TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.v_proj.weight", qd + kvd, kvd, n1));
     if (cfg_.qkv_bias) {
       char* b = place(qkv_dim_, 1);
       TUNABLE_RETURN_IF_ERROR(upload(m, p + "self_attn.q_proj.bias", b, qd));
@@ -610,16 +631,10 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
       L.o.bias = b;
     }
     L.gate_up = place_linear(2 * inter_, h_);
-    TUNABLE_RETURN_IF_ERROR(fill(L.gate_up, p + "mlp.gate_proj.weight", 0, inter_));
-    TUNABLE_RETURN_IF_ERROR(fill(L.gate_up, p + "mlp.up_proj.weight", inter_, inter_));
+    TUNABLE_RETURN_IF_ERROR(fill(L.gate_up, p + "mlp.gate_proj.weight", 0, inter_, n2));
+    TUNABLE_RETURN_IF_ERROR(fill(L.gate_up, p + "mlp.up_proj.weight", inter_, inter_, n2));
     L.down = place_linear(h_, inter_);
     TUNABLE_RETURN_IF_ERROR(fill(L.down, p + "mlp.down_proj.weight", 0, h_));
-    char* n1 = place(h_, 1);
-    char* n2 = place(h_, 1);
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "input_layernorm.weight", n1, h_));
-    TUNABLE_RETURN_IF_ERROR(upload(m, p + "post_attention_layernorm.weight", n2, h_));
-    L.attn_norm = n1;
-    L.mlp_norm = n2;
     if ((l + 1) % 4 == 0 || l + 1 == cfg_.num_layers)
       progress(fmt::format("loaded layer {}/{}", l + 1, cfg_.num_layers));
   }
@@ -638,13 +653,23 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
   char* fn = place(h_, 1);
   TUNABLE_RETURN_IF_ERROR(upload(m, "model.norm.weight", fn, h_));
   final_norm_ = fn;
+  if (fp8_) {
+    // The layers' norm weights live in their GEMMs now; W8A8 passes normalize with a unit weight
+    // (1, or 0 where the model multiplies by 1 + w).
+    char* unit = place(h_, 1);
+    const std::uint16_t one = cfg_.gemma_norm ? 0 : elem_ == Elem::kF16 ? 0x3c00 : 0x3f80;
+    const std::vector<std::uint16_t> v(static_cast<std::size_t>(h_), one);
+    TUNABLE_CUDA_CHECK(cudaMemcpyAsync(unit, v.data(), v.size() * 2, cudaMemcpyHostToDevice, stream_));
+    TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // v leaves scope
+    for (Layer& L : layers_) L.attn_norm = L.mlp_norm = unit;
+  }
   if (cur > static_cast<char*>(weights_mem_.get()) + info_.weight_bytes)
     return Status(StatusCode::kInternal, "engine weight plan overflows");
   TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   stage_dev_.reset();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress(fmt::format("weights on cuda:{}: {} in {:.1f} s{}", opts_.device, format_bytes(info_.weight_bytes), s,
-                       fp8_ ? " (linear layers in FP8 e4m3, per-channel scales)" : ""));
+                       fp8_ ? " (linear layers in FP8 e4m3, per-channel scales, norm weights folded in)" : ""));
   return Status::ok();
 }
 
@@ -654,11 +679,12 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
 /// scales: with q8, x must be Q8_'s e4m3 rows with their per-token scales S8_; without, x keeps the
 /// model's dtype (the weight-only GEMM).
 Status Engine::Impl::linear(const Linear& l, const void* x, std::int64_t x_stride, void* y, std::int64_t y_stride,
-                            int rows, bool q8) {
+                            int rows, bool q8, LinearMode mode) {
   GemmDesc d = GemmDesc::make(fp8_ ? DataType::kF8E4M3 : dtype_, Transpose::kT, Transpose::kN, l.out, rows, l.in);
   d.lda = l.in;
   d.ldb = x_stride;
   d.ldc = y_stride;
+  if (mode == LinearMode::kAddTo) d.beta = 1.0;
   GemmOperands ops{l.w, x, y, nullptr, nullptr, nullptr};
   if (fp8_) {
     d.op = GemmOp::kScaledGemm;
@@ -669,6 +695,13 @@ Status Engine::Impl::linear(const Linear& l, const void* x, std::int64_t x_strid
       ops.scale_b = S8_;
     else
       d.dtype_b = dtype_;
+    if (mode == LinearMode::kRmsInput) {
+      if (q8) return Status(StatusCode::kInternal, "an RMS-normalizing GEMM on quantized rows");
+      d.scale_mode = ScaleMode::kRowwiseRms;
+      d.rms_eps = cfg_.rms_norm_eps;
+    }
+  } else if (mode == LinearMode::kRmsInput) {
+    return Status(StatusCode::kInternal, "an RMS-normalizing GEMM without FP8 weights");
   }
   if (l.bias) {
     if (!fp8_) d.op = GemmOp::kGemmAndBias;
@@ -709,6 +742,9 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
   // scales (Q8_, S8_); the attention and activation outputs are quantized by their own launch
   // (linear_from). Passes of at most kWeightOnlyRows rows (decode) keep every activation 16-bit.
   const bool q8 = w8a8(T);
+  // FP8 weights, weight-only passes: no norm launches (LinearMode); the residual stream R_ is every
+  // GEMM's input or output.
+  const bool folded = fp8_ && !q8;
   const Fp8Output norm_out = q8 ? Fp8Output::dynamic_per_token(S8_) : Fp8Output::none();
   void* const Xn = q8 ? Q8_ : X_;
   const unsigned gq = kinds & (kGemmKind | kQuantKind);
@@ -731,14 +767,16 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
   if (p.decode) (void)engine::plan_decode_splits(shape_, T, decode_dev_, &decode_plan);  // checked at load
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
-    if (nm) {
+    if (nm && !folded) {
       if (l == 0)
         TUNABLE_RETURN_IF_ERROR(rms_norm(*ctx_, Xn, R_, L.attn_norm, T, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
       else
         TUNABLE_RETURN_IF_ERROR(
             fused_add_rms_norm(*ctx_, Xn, D_, R_, L.attn_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
     }
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.qkv, Xn, h_, QKV_, qkv_dim_, T, q8));
+    if (g)
+      TUNABLE_RETURN_IF_ERROR(folded ? linear(L.qkv, R_, h_, QKV_, qkv_dim_, T, false, LinearMode::kRmsInput)
+                                     : linear(L.qkv, Xn, h_, QKV_, qkv_dim_, T, q8));
     if (at) {
       char* kc = k_cache_ + layer_cache_bytes_ * l;
       char* vc = v_cache_ + layer_cache_bytes_ * l;
@@ -767,19 +805,30 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
             "prefill attention"));
       }
     }
-    TUNABLE_RETURN_IF_ERROR(linear_from(L.o, ATT_, nq_ * hd_, A_, h_, T, q8, gq));
-    if (nm)
-      TUNABLE_RETURN_IF_ERROR(
-          fused_add_rms_norm(*ctx_, Xn, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
-    if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, Xn, h_, GU_, 2 * inter_, T, q8));
+    if (folded) {
+      if (g) TUNABLE_RETURN_IF_ERROR(linear(L.o, ATT_, nq_ * hd_, R_, h_, T, false, LinearMode::kAddTo));
+      if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, R_, h_, GU_, 2 * inter_, T, false, LinearMode::kRmsInput));
+    } else {
+      TUNABLE_RETURN_IF_ERROR(linear_from(L.o, ATT_, nq_ * hd_, A_, h_, T, q8, gq));
+      if (nm)
+        TUNABLE_RETURN_IF_ERROR(
+            fused_add_rms_norm(*ctx_, Xn, A_, R_, L.mlp_norm, T, h_, h_, h_, h_, eps, dtype_, conv, stream_, norm_out));
+      if (g) TUNABLE_RETURN_IF_ERROR(linear(L.gate_up, Xn, h_, GU_, 2 * inter_, T, q8));
+    }
     if (ac) TUNABLE_RETURN_IF_ERROR(act_and_mul(*ctx_, ACT_, GU_, T, inter_, 2 * inter_, inter_, dtype_, act, stream_));
     // W8A8: the quantization is a launch of its own; one block per row (the per-token scale needs
     // the row's amax) had to evaluate every activation of the row on one SM, 3-4x slower than two.
-    TUNABLE_RETURN_IF_ERROR(linear_from(L.down, ACT_, inter_, D_, h_, T, q8, gq));
+    if (folded) {
+      if (g) TUNABLE_RETURN_IF_ERROR(linear(L.down, ACT_, inter_, R_, h_, T, false, LinearMode::kAddTo));
+    } else {
+      TUNABLE_RETURN_IF_ERROR(linear_from(L.down, ACT_, inter_, D_, h_, T, q8, gq));
+    }
   }
   // The final norm keeps the model's dtype: prefill gathers its rows, prompt_logits projects them
   // in groups.
-  if (nm) TUNABLE_RETURN_IF_ERROR(fused_add_rms_norm(*ctx_, X_, D_, R_, final_norm_, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
+  if (nm && folded) TUNABLE_RETURN_IF_ERROR(rms_norm(*ctx_, X_, R_, final_norm_, T, h_, h_, h_, eps, dtype_, conv, stream_));
+  if (nm && !folded)
+    TUNABLE_RETURN_IF_ERROR(fused_add_rms_norm(*ctx_, X_, D_, R_, final_norm_, T, h_, h_, h_, h_, eps, dtype_, conv, stream_));
   if (p.logits_all) return Status::ok();  // the caller runs the output projection in groups
   const void* lin = X_;
   int n = T;

@@ -69,12 +69,13 @@ cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, i
 }
 
 cudaError_t launch_quantize_rows(Elem t, const void* x, std::int64_t x_stride, void* out, std::int64_t out_stride,
-                                 float* scales, int rows, int cols, int threads, cudaStream_t stream) {
+                                 float* scales, int rows, int cols, int threads, cudaStream_t stream,
+                                 const void* col_mul, float col_offset) {
   if (rows == 0) return cudaSuccess;
   return by_elem(t, [&](auto z) {
     using T = decltype(z);
     k::QuantRowsParams<T> p{static_cast<const T*>(x), static_cast<k::fp8_e4m3*>(out), scales, x_stride, out_stride,
-                            cols};
+                            cols, static_cast<const T*>(col_mul), col_offset};
     return k::launch_kernel(k::quantize_rows_kernel<T>, dim3(rows), dim3(threads), 0, stream, p);
   });
 }

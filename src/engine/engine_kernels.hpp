@@ -15,8 +15,11 @@ cudaError_t launch_embed(Elem t, const int* ids, const void* table, void* out, i
                          cudaStream_t stream);
 /// FP8 e4m3 rows with one scale each (x ~= out * scales[r]): weights at load (per output
 /// channel, `threads` 256), activations before a GEMM (per token, 1024). cols, strides multiples of 8.
+/// col_mul (cols elements of the rows' type, or null): each column times col_offset + col_mul[c]
+/// first (a norm weight folded into a weight at load).
 cudaError_t launch_quantize_rows(Elem t, const void* x, std::int64_t x_stride, void* out, std::int64_t out_stride,
-                                 float* scales, int rows, int cols, int threads, cudaStream_t stream);
+                                 float* scales, int rows, int cols, int threads, cudaStream_t stream,
+                                 const void* col_mul = nullptr, float col_offset = 0.f);
 /// launch_embed over an e4m3 table with per-row scales.
 cudaError_t launch_embed_fp8(Elem t, const int* ids, const void* table, const float* row_scales, void* out, int rows,
                              int hidden, float scale, cudaStream_t stream);

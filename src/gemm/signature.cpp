@@ -85,9 +85,11 @@ Status validate(const GemmDesc& d) {
                       fmt::format("weight-only ScaledGemm (fp8e4m3 x {}) takes tn problems (the weight as "
                                   "op(A) = A^T), not {}{}",
                                   short_name(b_type(d)), to_char(d.transa), to_char(d.transb)));
-      if (d.scale_mode != ScaleMode::kRowwise)
+      if (d.scale_mode == ScaleMode::kTensor)
         return Status(StatusCode::kNotSupported,
                       "weight-only ScaledGemm needs rowwise scales (scale_a: one per row of op(A))");
+      if (d.scale_mode == ScaleMode::kRowwiseRms && !(std::isfinite(d.rms_eps) && d.rms_eps > 0))
+        return bad(fmt::format("rms_eps must be finite and > 0, got {}", d.rms_eps));
       if (d.out_dtype != b_type(d))
         return Status(StatusCode::kNotSupported,
                       fmt::format("weight-only ScaledGemm writes B's type {}, not {}", short_name(b_type(d)),
@@ -103,6 +105,10 @@ Status validate(const GemmDesc& d) {
                       fmt::format("weight-only ScaledGemm needs lda a multiple of 16 and ldb of 8 (16-byte rows), "
                                   "got {} and {}",
                                   d.lda, d.ldb));
+    } else if (d.scale_mode == ScaleMode::kRowwiseRms) {
+      return Status(StatusCode::kNotSupported,
+                    "the RMS-normalized rowwise mode (_rms) goes with the weight-only ScaledGemm (fp8e4m3 x "
+                    "bf16/fp16) only");
     } else if (!is_fp8(b_type(d))) {
       return Status(StatusCode::kNotSupported,
                     fmt::format("ScaledGemm takes fp8e4m3/fp8e5m2 inputs, not {} for B (a 16-bit B goes with "
@@ -137,7 +143,9 @@ Status validate(const GemmDesc& d) {
   } else if (!scaled && d.epilogue != Epilogue::kNone) {
     return bad("an epilogue needs GemmOp::kGemmAndBias");
   }
-  if (scaled && d.epilogue == Epilogue::kBias && d.beta != 0)
+  // cuBLASLt's bias epilogue takes no beta; the weight-only problem runs on our kernels alone, which
+  // add both (an FP8 decode step's residual add into a layer with an output bias).
+  if (scaled && !is_weight_only(d) && d.epilogue == Epilogue::kBias && d.beta != 0)
     return bad(fmt::format("ScaledGemm with bias requires beta = 0 (got {})", d.beta));
   if (d.op == GemmOp::kGemmStridedBatched) {
     if (d.batch < 1) return bad(fmt::format("batch must be >= 1 (got {})", d.batch));
@@ -205,6 +213,7 @@ std::string params_signature(const GemmDesc& d) {
   if (d.op == GemmOp::kGemmStridedBatched) s += fmt::format("_B_{}", d.batch);
   s += fmt::format("_ld_{}_{}_{}", d.lda, d.ldb, d.ldc);
   if (d.scale_mode == ScaleMode::kRowwise) s += "_rw";
+  if (d.scale_mode == ScaleMode::kRowwiseRms) s += "_rms";
   s += epilogue_suffix(d.epilogue);
   return s;
 }
@@ -223,7 +232,7 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
       "([A-Za-z0-9_]+?)_([NT])([NT])$");
   static const std::regex ps_re(
       "^([nt])([nt])_(\\d{1,10})_(\\d{1,10})_(\\d{1,10})(?:_B_(\\d{1,10}))?"
-      "(?:_ld_(\\d{1,10})_(\\d{1,10})_(\\d{1,10}))?(_rw)?(?:_ep_(bias|relu|gelu))?$");
+      "(?:_ld_(\\d{1,10})_(\\d{1,10})_(\\d{1,10}))?(_rw|_rms)?(?:_ep_(bias|relu|gelu))?$");
   std::smatch om, pm;
   if (!std::regex_match(op_sig, om, op_re))
     return Status(StatusCode::kParseError, fmt::format("'{}' is not a GEMM op signature", op_sig));
@@ -286,8 +295,9 @@ Status parse_gemm_signature(const std::string& op_sig, const std::string& params
   if (pm[10].matched) {
     if (d.op != GemmOp::kScaledGemm)
       return Status(StatusCode::kParseError,
-                    fmt::format("'{}': the _rw (rowwise scales) field goes with ScaledGemm only", params_sig));
-    d.scale_mode = ScaleMode::kRowwise;
+                    fmt::format("'{}': the {} (rowwise scales) field goes with ScaledGemm only", params_sig,
+                                pm[10].str()));
+    d.scale_mode = pm[10] == "_rw" ? ScaleMode::kRowwise : ScaleMode::kRowwiseRms;
   }
   if (pm[11].matched) {
     const std::string e = pm[11];

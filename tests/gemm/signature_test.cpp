@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "gemm/gemm_args.hpp"
 
 namespace tunable {
@@ -164,6 +166,57 @@ TEST(GemmSignature, WeightOnlyIsNamedKeyedAndNarrow) {
   ops.scale_a = nullptr;
   EXPECT_EQ(validate(wo, ops).code(), StatusCode::kInvalidArgument);
   EXPECT_NE(validate(wo, ops).message().find("scale_a"), std::string::npos) << validate(wo, ops).message();
+}
+
+// The RMS-normalized weight-only problem (a norm folded into the GEMM): its own signature and key,
+// parsed back; refused on any other problem and with a bad epsilon, each refusal naming why.
+TEST(GemmSignature, RmsNormalizedWeightOnlyIsNamedKeyedAndNarrow) {
+  GemmDesc rms = scaled_gemm(6144, 1, 4096);
+  rms.dtype_b = DataType::kBF16;
+  rms.scale_mode = ScaleMode::kRowwiseRms;
+  rms.rms_eps = 1e-5;
+  ASSERT_TRUE(validate(rms).is_ok()) << validate(rms).to_string();
+  EXPECT_EQ(op_signature(rms), "ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_BFloat16_TN");
+  EXPECT_EQ(params_signature(rms), "tn_6144_1_4096_ld_4096_4096_6144_rms");
+  GemmDesc rw = rms;
+  rw.scale_mode = ScaleMode::kRowwise;
+  EXPECT_NE(gemm_key({rms, {}}), gemm_key({rw, {}}));
+  GemmDesc other_eps = rms;
+  other_eps.rms_eps = 1e-6;
+  EXPECT_EQ(gemm_key({rms, {}}), gemm_key({other_eps, {}}));  // eps does not change the fastest kernel
+  GemmDesc back;
+  ASSERT_TRUE(parse_gemm_signature("ScaledGemmTunableOp_Float8_e4m3fn_Half_Half_TN",
+                                   "tn_6144_8_4096_ld_4096_4096_6144_rms_ep_bias", &back).is_ok());
+  EXPECT_EQ(back.scale_mode, ScaleMode::kRowwiseRms);
+  EXPECT_EQ(back.epilogue, Epilogue::kBias);
+  EXPECT_EQ(back.n, 8);
+  EXPECT_GT(back.rms_eps, 0.0);
+  EXPECT_EQ(parse_gemm_signature("GemmTunableOp_BFloat16_TN", "tn_6144_1_4096_ld_4096_4096_6144_rms", &back).code(),
+            StatusCode::kParseError);
+  // W8A8 (e4m3 tokens) has no RMS mode: its tokens were normalized before they were quantized.
+  GemmDesc w8a8 = rms;
+  w8a8.dtype_b.reset();
+  EXPECT_EQ(validate(w8a8).code(), StatusCode::kNotSupported);
+  EXPECT_NE(validate(w8a8).message().find("_rms"), std::string::npos) << validate(w8a8).message();
+  EXPECT_EQ(parse_gemm_signature("ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN",
+                                 "tn_6144_1_4096_ld_4096_4096_6144_rms", &back).code(),
+            StatusCode::kParseError);
+  // A bias with beta (a residual add into a layer with an output bias): only our kernels run the
+  // weight-only problem and they take both; cuBLASLt's bias epilogue takes no beta.
+  GemmDesc add_bias = rw;
+  add_bias.epilogue = Epilogue::kBias;
+  add_bias.beta = 1.0;
+  EXPECT_TRUE(validate(add_bias).is_ok()) << validate(add_bias).to_string();
+  GemmDesc lt_bias = add_bias;
+  lt_bias.dtype_b.reset();
+  EXPECT_EQ(validate(lt_bias).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(validate(lt_bias).message().find("beta = 0"), std::string::npos) << validate(lt_bias).message();
+  for (double eps : {0.0, -1e-6, std::nan(""), HUGE_VAL}) {
+    GemmDesc bad = rms;
+    bad.rms_eps = eps;
+    EXPECT_EQ(validate(bad).code(), StatusCode::kInvalidArgument) << eps;
+    EXPECT_NE(validate(bad).message().find("rms_eps"), std::string::npos) << validate(bad).message();
+  }
 }
 
 TEST(GemmSignature, RowwiseScalesAreNamedKeyedAndScaledGemmOnly) {

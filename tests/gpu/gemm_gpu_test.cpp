@@ -186,6 +186,7 @@ struct GpuCase {
   Epilogue ep;
   std::optional<DataType> dtype_b{};  ///< ScaledGemm with mixed fp8 inputs
   bool rowwise = false;               ///< ScaledGemm with per-row (m) and per-column (n) scales
+  bool rms = false;                   ///< weight-only with RMS-normalized tokens (ScaleMode::kRowwiseRms)
   std::string name() const {
     static const char* ops[] = {"gemm", "batched", "bias", "scaled"};
     static const char* eps[] = {"", "_bias", "_relu", "_gelu"};
@@ -193,7 +194,7 @@ struct GpuCase {
                                    : short_name(dtype);
     return fmt::format("{}_{}_{}_{}{}_{}x{}x{}_pad{}_b{}{}{}", ops[static_cast<int>(op)], in,
                        short_name(out), to_char(ta), to_char(tb), m, n, k, pad, batch,
-                       beta != 0 ? "_beta" : "", eps[static_cast<int>(ep)]) + (rowwise ? "_rw" : "");
+                       beta != 0 ? "_beta" : "", eps[static_cast<int>(ep)]) + (rowwise ? "_rw" : "") + (rms ? "_rms" : "");
   }
   GemmDesc desc() const {
     GemmDesc d = GemmDesc::make(dtype, ta, tb, m, n, k);
@@ -206,7 +207,8 @@ struct GpuCase {
     d.beta = beta;
     d.epilogue = ep;
     d.dtype_b = dtype_b;
-    if (rowwise) d.scale_mode = ScaleMode::kRowwise;
+    if (rowwise) d.scale_mode = rms ? ScaleMode::kRowwiseRms : ScaleMode::kRowwise;
+    d.rms_eps = 0.05;  // large enough to matter against tokens of mean square ~0.3
     if (op == GemmOp::kGemmStridedBatched) {
       d.batch = batch;
       d.stride_a = span(d.lda, a_rows(d), a_cols(d)) + 8;
@@ -245,7 +247,7 @@ struct Problem {
       : d(desc), a(d.dtype, count_a(d), rng), b(b_type(d), count_b(d), rng), c(d.out_dtype, count_c(d), rng),
         bias(d.out_dtype, d.m, rng) {
     ref.resize(d.m * d.n * d.batch);
-    if (d.scale_mode == ScaleMode::kRowwise) {
+    if (d.scale_mode != ScaleMode::kTensor) {
       scale_b_at = (static_cast<std::size_t>(d.m) + 3) / 4 * 4;
       scales.assign(scale_b_at + d.n, 0.f);
       std::uniform_real_distribution<float> u(0.5f, 2.f);
@@ -259,6 +261,14 @@ struct Problem {
             const double av = a.at(bt * d.stride_a + (d.transa == Transpose::kN ? i + p * d.lda : p + i * d.lda));
             const double bv = b.at(bt * d.stride_b + (d.transb == Transpose::kN ? p + j * d.ldb : j + p * d.ldb));
             acc += av * bv;
+          }
+          if (d.scale_mode == ScaleMode::kRowwiseRms) {
+            double ss = 0;
+            for (std::int64_t p = 0; p < d.k; ++p) {
+              const double bv = b.at(bt * d.stride_b + p + j * d.ldb);
+              ss += bv * bv;
+            }
+            acc /= std::sqrt(ss / static_cast<double>(d.k) + d.rms_eps);
           }
           double v = d.alpha * (d.op == GemmOp::kScaledGemm ? scale_of(i, j) : 1.0) * acc;
           if (d.beta != 0) v += d.beta * c.at(bt * d.stride_c + i + j * d.ldc);
@@ -454,6 +464,17 @@ std::vector<GpuCase> gpu_cases() {
     c.rowwise = true;
     v.push_back(c);
   }
+  // Weight-only with RMS-normalized tokens (an FP8 decode step's QKV and gate/up with the norm folded
+  // in): Default and the tuned kernels, 13 tokens in two of Default's parts, a bias, beta = 1 (the
+  // residual add), padding.
+  for (DataType x : {DataType::kBF16, DataType::kF16})
+    for (std::int64_t tokens : {1, 5, 13}) {
+      GpuCase c{GemmOp::kScaledGemm, DataType::kF8E4M3, x, T, N, 1040, tokens, 2048, tokens == 5 ? 16 : 0, 1, 1.0,
+                tokens == 13 ? 1.0 : 0.0, tokens == 5 ? Epilogue::kBias : Epilogue::kNone, x};
+      c.rowwise = true;
+      c.rms = true;
+      v.push_back(c);
+    }
   // Decode-like shapes (y = x W^T): the skinny kernels' territory.
   for (std::int64_t tokens : {1, 8, 16, 33, 64})
     for (DataType dt : {DataType::kBF16, DataType::kF16})

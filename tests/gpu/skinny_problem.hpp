@@ -122,6 +122,9 @@ struct Case {
   /// The weight-only problem: `in` (e4m3) weights with a random scale per row in [0.5, 2), tokens of
   /// the output's type, ScaleMode::kRowwise without scale_b (scale_a, scale_b above unused).
   bool weight_only = false;
+  /// With weight_only: ScaleMode::kRowwiseRms, each token's result also divided by its RMS.
+  bool rms = false;
+  double rms_eps = 1e-5;
 
   DataType in_b() const { return weight_only ? out : in; }
 
@@ -135,6 +138,7 @@ struct Case {
     if (ep == Epilogue::kBiasRelu) s += "_relu";
     if (ep == Epilogue::kBiasGelu) s += "_gelu";
     if (weight_only) s += "_wo";
+    if (rms) s += "_rms";
     if (rejected) s += "_rejected";
     return s;
   }
@@ -225,7 +229,8 @@ class SkinnyProblem {
     d.beta = c.beta;
     if (c.weight_only) {
       d.dtype_b = c.in_b();
-      d.scale_mode = ScaleMode::kRowwise;
+      d.scale_mode = c.rms ? ScaleMode::kRowwiseRms : ScaleMode::kRowwise;
+      d.rms_eps = c.rms_eps;
     }
     const Format fin = format_of(c.in), fin_b = format_of(c.in_b()), fout = format_of(c.out);
 
@@ -337,8 +342,10 @@ class SkinnyProblem {
       for (std::int64_t i = 0; i < d.m; ++i) {
         const double* w = &wa[i * d.k];
         const double* x = &xb[j * d.k];
-        double s = 0;
+        double s = 0, ss = 0;
         for (std::int64_t p = 0; p < d.k; ++p) s += w[p] * x[p];
+        for (std::int64_t p = 0; p < d.k && c_.rms; ++p) ss += x[p] * x[p];
+        if (c_.rms) s /= std::sqrt(ss / static_cast<double>(d.k) + c_.rms_eps);
         double v = scale * s * (c_.weight_only ? static_cast<double>(row_scales_[i]) : 1.0);
         if (d.beta != 0) v += d.beta * c0_.value(j * d.ldc + i);
         if (d.epilogue != Epilogue::kNone) v += bias_.value(i);

@@ -113,9 +113,10 @@ def fp8_rows(x):
 
 
 def fp8_model(m32, act_rows=None):
-    # What the engine computes with --fp8, in fp32: every linear layer's weight quantized per output
-    # row (a tied embedding table is the output projection's weight, quantized once for both, as the
-    # engine stores it), and its input per token at the first `act_rows` positions (None: all): the
+    # What the engine computes with --fp8, in fp32: every linear layer's weight (with the norm before
+    # it folded in) quantized per output row (a tied embedding table is the output projection's
+    # weight, quantized once for both, as the engine stores it), and its input per token at the
+    # first `act_rows` positions (None: all): the
     # prompt, which the engine's prefill pass (more than 8 rows) runs W8A8; decode steps of at most 8
     # rows run the weight-only GEMM on 16-bit activations, larger ones W8A8 too.
     def quantize_prompt_rows(_, args):
@@ -126,6 +127,17 @@ def fp8_model(m32, act_rows=None):
 
     m = copy.deepcopy(m32)
     with torch.no_grad():
+        # The engine folds each layer's norm weights into the GEMMs after them before quantizing:
+        # every input column times the norm's multiplier (w, or 1 + w for Gemma), the norm then unit.
+        gemma = m.config.model_type == "gemma"
+        for layer in m.model.layers:
+            a, f = layer.self_attn, layer.mlp
+            for norm, lins in ((layer.input_layernorm, (a.q_proj, a.k_proj, a.v_proj)),
+                               (layer.post_attention_layernorm, (f.gate_proj, f.up_proj))):
+                mul = norm.weight.data.float() + (1.0 if gemma else 0.0)
+                for lin in lins:
+                    lin.weight.data *= mul
+                norm.weight.data.fill_(0.0 if gemma else 1.0)
         for mod in m.modules():
             if isinstance(mod, torch.nn.Linear):
                 mod.weight.data = fp8_rows(mod.weight.data)

@@ -128,6 +128,19 @@ class SkinnyFamilyBridge {
   ~SkinnyFamilyBridge() = default;
 };
 
+/// Appends `c` to a weight-only family's candidates for `d`: as it is, or for the RMS-normalized
+/// problem (ScaleMode::kRowwiseRms, which needs each token's whole row in one block) in its one-split
+/// form, once, and not at all where it splits K.
+inline void add_weight_only_candidate(const GemmDesc& d, SkinnyConfig c, std::vector<SkinnyConfig>* out) {
+  if (d.scale_mode == ScaleMode::kRowwiseRms) {
+    if (c.ks.fixed > 1 || c.ks.waves != 0 || c.ks.cluster != 0) return;
+    c.ks = KSplit::splits(1);
+    for (const SkinnyConfig& o : *out)
+      if (o.name() == c.name()) return;
+  }
+  out->push_back(c);
+}
+
 /// The families' bridges (defined in their bridge files).
 const SkinnyFamilyBridge& skinny_gemv_family();
 const SkinnyFamilyBridge& skinny_mma_family();

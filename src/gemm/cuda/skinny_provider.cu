@@ -153,6 +153,11 @@ class SkinnySolution final : public Solution<GemmArgs> {
                                ? fmt::format("{} does not run e4m3 weights with {} tokens (the wo family does)",
                                              name_, short_name(b_type(d)))
                                : fmt::format("{} runs e4m3 weights with 16-bit tokens only", name_));
+    // What validate() refuses, for callers that run a solution directly (the launcher would only say
+    // "invalid value").
+    if (family_.weight_only() && (d.scale_mode == ScaleMode::kTensor || d.out_dtype != b_type(d)))
+      return not_supported(fmt::format("{} needs rowwise (per-row) scales and an output of the tokens' type {}",
+                                       name_, short_name(b_type(d))));
     if (d.n > family_.max_tokens())
       return not_supported(
           fmt::format("{} takes n <= {} tokens, got {}", name_, family_.max_tokens(), d.n));
@@ -162,6 +167,10 @@ class SkinnySolution final : public Solution<GemmArgs> {
     if (addr_a % 16 != 0 || addr_b % 16 != 0)
       return misaligned(fmt::format("{} needs 16-byte aligned A and B (16-byte loads)", name_));
     TUNABLE_RETURN_IF_ERROR(family_.check(cfg_, d, name_));
+    if (d.scale_mode == ScaleMode::kRowwiseRms && (cfg_.ks.fixed > 1 || cfg_.ks.waves != 0 || cfg_.ks.cluster != 0))
+      return not_supported(fmt::format("{} splits K, and the RMS-normalized problem (_rms) needs each token's "
+                                       "whole row in one block",
+                                       name_));
     if (cfg_.ks.fixed > 0) {
       const std::int64_t granule = family_.granule(cfg_);
       const std::int64_t granules = (d.k + granule - 1) / granule;
@@ -218,7 +227,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.x = o.b;
     p.y = o.c;
     p.bias = has_bias ? o.bias : nullptr;
-    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode == ScaleMode::kRowwise;
+    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode != ScaleMode::kTensor;
+    const bool rms = d.scale_mode == ScaleMode::kRowwiseRms;
     p.scale_a = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_a : nullptr;
     p.scale_b = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_b : nullptr;
     p.row_scale = rowwise ? o.scale_a : nullptr;
@@ -234,7 +244,9 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.beta = static_cast<float>(d.beta);
     p.out = skinny_out(d.out_dtype);
     p.act = skinny_act(d.epilogue);
-    l.splits = cfg_.ks.fixed;
+    p.rms = rms;
+    p.rms_eps = static_cast<float>(d.rms_eps);
+    l.splits = rms ? 1 : cfg_.ks.fixed;  // automatic: one split (can_implement refused the others)
     l.waves = cfg_.ks.waves;
     const std::int64_t granule = family_.granule(cfg_);
     l.max_splits = static_cast<int>(cfg_.ks.waves != 0 ? wave_split_cap(granule, d)
@@ -248,6 +260,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
   /// Most splits a run on `d` can use (what the workspace is sized for).
   std::int64_t split_bound(const GemmDesc& d) const {
     if (cfg_.ks.cluster != 0) return 1;  // reduced in distributed shared memory: no workspace
+    if (d.scale_mode == ScaleMode::kRowwiseRms) return 1;
     if (cfg_.ks.fixed != 0) return cfg_.ks.fixed;
     const std::int64_t granule = family_.granule(cfg_);
     return cfg_.ks.waves != 0 ? wave_split_cap(granule, d) : auto_split_cap(granule, d);

@@ -1,8 +1,6 @@
 // The weight-only FP8 family (skinny_wo_kernel of kernels/gemv/skinny_wo.cuh) as tuning
 // candidates: e4m3 weights with per-row scales times bf16/fp16 tokens, n <= 8, the decode step of a
 // model whose weights are FP8 and whose activations stay 16-bit. Instantiates its kernels.
-#include <fmt/format.h>
-
 #include <utility>
 
 #include "gemm/cuda/skinny_family.hpp"
@@ -19,16 +17,6 @@ class WoFamily final : public SkinnyFamilyBridge {
   SkinnyFamily family() const override { return SkinnyFamily::kWeightOnly; }
   std::int64_t max_tokens() const override { return kWeightOnlyTokens; }
   bool weight_only() const override { return true; }
-
-  /// What validate() already refuses, for callers that run a solution directly (the launcher would
-  /// only say "invalid value").
-  Status check(const SkinnyConfig&, const GemmDesc& d, const std::string& name) const override {
-    if (d.scale_mode != ScaleMode::kRowwise || d.out_dtype != b_type(d))
-      return Status(StatusCode::kNotSupported,
-                    fmt::format("{} needs rowwise (per-row) scales and an output of the tokens' type {}", name,
-                                short_name(b_type(d))));
-    return Status::ok();
-  }
 
   /// 16 or 32 rows per block x 4, 8 or 16 warps along K, in either K order.
   const std::vector<SkinnyShape>& shapes() const override {
@@ -55,7 +43,8 @@ class WoFamily final : public SkinnyFamilyBridge {
   void candidates(const GemmDesc& d, std::vector<SkinnyConfig>* out) const override {
     if (d.n > max_tokens()) return;
     auto add = [&](int block_rows, int k_warps, KSplit ks, bool wc = false) {
-      out->push_back(SkinnyShape::of(block_rows, k_warps).warp_contiguous(wc).config(family(), d.dtype, ks));
+      add_weight_only_candidate(d, SkinnyShape::of(block_rows, k_warps).warp_contiguous(wc).config(family(), d.dtype, ks),
+                                out);
     };
     for (int block_rows : {16, 32})
       for (int k_warps : {4, 8}) {

@@ -1,8 +1,6 @@
 // The weight-only FP8 GEMV (skinny_wov_kernel of kernels/gemv/skinny_wov.cuh) as tuning candidates:
 // the weight-only problem (e4m3 weights with row scales x bf16/fp16 tokens, n <= 8) on CUDA cores,
 // beside the wo family's tensor-core kernels. Instantiates its kernels.
-#include <fmt/format.h>
-
 #include "gemm/cuda/skinny_family.hpp"
 #include "gemm/cuda/skinny_state.hpp"
 #include "kernels/gemv/skinny_wov.cuh"
@@ -36,22 +34,13 @@ class WovFamily final : public SkinnyFamilyBridge {
   void candidates(const GemmDesc& d, std::vector<SkinnyConfig>* out) const override {
     if (d.n > max_tokens()) return;
     auto add = [&](int rows_per_warp, KSplit ks) {
-      out->push_back(SkinnyShape::of(rows_per_warp, 256).config(family(), d.dtype, ks));
+      add_weight_only_candidate(d, SkinnyShape::of(rows_per_warp, 256).config(family(), d.dtype, ks), out);
     };
     for (int rows_per_warp : {1, 2, 4}) add(rows_per_warp, KSplit::automatic());
     for (int rows_per_warp : {1, 2}) {
       for (int s : {1, 2, 4}) add(rows_per_warp, KSplit::splits(s));
       add(rows_per_warp, KSplit::balanced(2));
     }
-  }
-
-  /// What validate() already refuses, for callers that run a solution directly.
-  Status check(const SkinnyConfig&, const GemmDesc& d, const std::string& name) const override {
-    if (d.scale_mode != ScaleMode::kRowwise || d.out_dtype != b_type(d))
-      return Status(StatusCode::kNotSupported,
-                    fmt::format("{} needs rowwise (per-row) scales and an output of the tokens' type {}", name,
-                                short_name(b_type(d))));
-    return Status::ok();
   }
 
   Status launch(const SkinnyConfig& c, kern::SkinnyIn, kern::SkinnyLaunch& l, const kern::SkinnyDevice& dev,

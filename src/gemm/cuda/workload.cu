@@ -121,7 +121,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     const float scales[2] = {0.5f, 1.5f};  // a candidate that ignores a scale fails the check
     // Rowwise: one shared set of m + n scales in [0.5, 2), different per row and column, so that a
     // candidate applying them transposed, to the wrong operand, or not at all fails the check.
-    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode == ScaleMode::kRowwise;
+    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode != ScaleMode::kTensor;
     const std::size_t m4 = (static_cast<std::size_t>(d.m) + 3) / 4 * 4;  // scale_b 16-byte aligned
     if (rowwise) {
       std::vector<float> v(m4 + static_cast<std::size_t>(d.n));
@@ -183,6 +183,8 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     g.scale_a = args_[0].ops.scale_a;
     g.scale_b = args_[0].ops.scale_b;
     g.rowwise = rowwise;
+    g.rms = d.scale_mode == ScaleMode::kRowwiseRms;
+    g.rms_eps = d.rms_eps;
     g.out = ref_.get();
     g.m = d.m, g.n = d.n, g.k = d.k, g.lda = d.lda, g.ldb = d.ldb, g.ldc = d.ldc;
     g.stride_a = sa, g.stride_b = sb, g.stride_c = sc, g.batch = d.batch;
