@@ -223,6 +223,30 @@ std::vector<Case> all_cases() {
 
 // ---- every variant on every case ------------------------------------------------------------------
 
+// Runs `sol` on `problem` (workspace grown as needed). When the run succeeds, its result must be
+// within the reference's tolerance and a second run must give the same bits. Returns the first
+// run's status, for the caller to judge a refusal.
+Status run_twice_and_check(const SkinnyProblem& problem, const Solution<GemmArgs>& sol, DeviceBuffer* ws) {
+  const GemmArgs& args = problem.args();
+  const std::size_t wsb = sol.workspace_bytes(args);
+  EXPECT_LE(wsb, std::size_t{32} << 20);
+  if (wsb > std::size_t{32} << 20) return Status(StatusCode::kInternal, "workspace beyond 32 MiB");
+  if (wsb > ws->size()) {
+    const Status a = ws->allocate(wsb);
+    EXPECT_TRUE(a.is_ok()) << a.to_string();
+    if (!a.is_ok()) return a;
+  }
+  void* wsp = wsb > 0 ? ws->get() : nullptr;
+  std::vector<std::uint8_t> got, again;
+  const Status st = problem.run(sol, wsp, wsb, &got);
+  if (!st.is_ok()) return st;
+  EXPECT_EQ(problem.mismatch(got), "");
+  const Status st2 = problem.run(sol, wsp, wsb, &again);
+  EXPECT_TRUE(st2.is_ok()) << st2.to_string();
+  EXPECT_TRUE(again == got) << "second run gave different bits";
+  return Status::ok();
+}
+
 class SkinnyGpu : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
@@ -261,7 +285,6 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
   // would take hours over every name); the per-family counts below are then not checked.
   const char* only = std::getenv("TUNABLE_SKINNY_ONLY");
   DeviceBuffer ws;
-  std::vector<std::uint8_t> got, again;
   for (const std::string& name : skinny_gemm_variant_names()) {
     const bool is_gemv = name.rfind(prefix_gemv, 0) == 0;
     const bool is_mmt = name.rfind(prefix_mmt, 0) == 0;
@@ -296,14 +319,7 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     }
     ASSERT_FALSE(c.rejected) << "accepted a problem off the vector width";
 
-    const std::size_t wsb = sol->workspace_bytes(args);
-    ASSERT_LE(wsb, std::size_t{32} << 20);
-    if (wsb > ws.size()) {
-      ASSERT_TRUE(ws.allocate(wsb).is_ok());
-    }
-    void* wsp = wsb > 0 ? ws.get() : nullptr;
-
-    const Status st = problem.run(*sol, wsp, wsb, &got);
+    const Status st = run_twice_and_check(problem, *sol, &ws);
     if (st.code() == StatusCode::kNotSupported) {
       // Only a device or build without the needed tensor-core code may say so after
       // can_implement passed; this suite targets sm_90a builds.
@@ -319,12 +335,6 @@ TEST_P(SkinnyGpu, EveryVariantRefusesOrMatchesTheReference) {
     ran_wgt += is_wgt;
     ran_pair += is_mmt && name.size() > 5 && name.compare(name.size() - 5, 5, "_pair") == 0;
     ran_bal += is_mmt && name.size() > 4 && name.compare(name.size() - 4, 4, "_bal") == 0;
-
-    EXPECT_EQ(problem.mismatch(got), "");
-
-    // Deterministic: the same bits again.
-    ASSERT_TRUE(problem.run(*sol, wsp, wsb, &again).is_ok());
-    EXPECT_TRUE(again == got) << "second run gave different bits";
   }
   if (!c.rejected && only == nullptr) {
     if (c.tokens <= 8) {
@@ -526,7 +536,6 @@ TEST_P(SkinnyWeightOnlyGpu, EveryVariantMatchesTheReferenceAndNoOtherFamilyRunsI
   }
   int ran = 0;
   DeviceBuffer ws;
-  std::vector<std::uint8_t> got, again;
   for (const std::string& name : skinny_gemm_variant_names()) {
     SCOPED_TRACE(name);
     const auto sol = provider->from_name(name, args);
@@ -551,15 +560,9 @@ TEST_P(SkinnyWeightOnlyGpu, EveryVariantMatchesTheReferenceAndNoOtherFamilyRunsI
       continue;
     }
     ASSERT_FALSE(c.rejected) << "accepted a problem off the vector width";
-    const std::size_t wsb = sol->workspace_bytes(args);
-    ASSERT_LE(wsb, std::size_t{32} << 20);
-    if (wsb > ws.size()) ASSERT_TRUE(ws.allocate(wsb).is_ok());
-    void* wsp = wsb > 0 ? ws.get() : nullptr;
-    ASSERT_TRUE(problem.run(*sol, wsp, wsb, &got).is_ok());
+    const Status st = run_twice_and_check(problem, *sol, &ws);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
     ++ran;
-    EXPECT_EQ(problem.mismatch(got), "");
-    ASSERT_TRUE(problem.run(*sol, wsp, wsb, &again).is_ok());
-    EXPECT_TRUE(again == got) << "second run gave different bits";
   }
   if (!c.rejected) EXPECT_GT(ran, 0) << "no weight-only variant ran";
 }
