@@ -397,6 +397,41 @@ TEST(SkinnyNames, WeightOnlyDefaultWorkspaceCoversEveryPart) {
   EXPECT_TRUE(def->can_implement(wo_problem(4096, 40, 4096)).is_ok());
 }
 
+// The RMS-normalized weight-only problem needs each token's whole row in one block: its candidates
+// are the weight-only families' tables in one-split form, each once, every one accepted, no
+// workspace; a split variant asked for by name is refused, naming why.
+TEST(SkinnyNames, RmsNormalizedCandidatesAreUnsplitAndUnique) {
+  for (const auto& [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{6144, 1, 4096},
+                                {28672, 8, 4096}, {2560, 3, 2048}}) {
+    GemmArgs a = wo_problem(m, n, k);
+    const std::size_t plain = skinny_candidate_configs(a.desc).size();
+    a.desc.scale_mode = ScaleMode::kRowwiseRms;
+    const std::vector<SkinnyConfig> cands = skinny_candidate_configs(a.desc);
+    ASSERT_FALSE(cands.empty());
+    EXPECT_LT(cands.size(), plain);  // the split forms are gone
+    std::set<std::string> names;
+    bool wo = false, wov = false;
+    for (const SkinnyConfig& c : cands) {
+      EXPECT_EQ(c.ks.fixed, 1) << c.name();
+      EXPECT_EQ(c.ks.waves, 0) << c.name();
+      EXPECT_TRUE(names.insert(c.name()).second) << c.name() << " twice";
+      wo |= c.family == SkinnyFamily::kWeightOnly;
+      wov |= c.family == SkinnyFamily::kWeightOnlyGemv;
+    }
+    EXPECT_TRUE(wo && wov);
+    const auto sols = enumerate_ok(a);
+    EXPECT_EQ(sols.size(), cands.size());
+    for (const auto& s : sols) EXPECT_EQ(s->workspace_bytes(a), 0u) << s->name();
+    for (const char* split : {"skinny_wo_fp8e4m3_bm16_wk8_ks2", "skinny_wov_fp8e4m3_r1_t256_ksw2"}) {
+      const auto sol = skinny_gemm_provider(nullptr)->from_name(split, a);
+      ASSERT_NE(sol, nullptr) << split;
+      const Status st = sol->can_implement(a);
+      EXPECT_EQ(st.code(), StatusCode::kNotSupported) << split;
+      EXPECT_NE(st.message().find("_rms"), std::string::npos) << st.message();
+    }
+  }
+}
+
 TEST(SkinnyNames, WorkspaceMatchesSplits) {
   const GemmArgs a = tn_problem(DataType::kBF16, 2048, 8, 2048);
   const auto p = skinny_gemm_provider(nullptr);
