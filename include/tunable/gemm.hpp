@@ -25,7 +25,7 @@ enum class GemmOp {
 
 enum class Epilogue {
   kNone,
-  kBias,      ///< C = alpha*op(A)op(B) + bias (beta must be 0)
+  kBias,      ///< C = alpha*op(A)op(B) + bias (beta must be 0, except on the weight-only problem)
   kBiasRelu,  ///< relu(... + bias)
   kBiasGelu,  ///< gelu_tanh(... + bias)
 };
@@ -70,7 +70,8 @@ struct GemmDesc {
   /// weight-only problem (our kernels add both)
   Epilogue epilogue = Epilogue::kNone;
   ScaleMode scale_mode = ScaleMode::kTensor;  ///< kScaledGemm only; kRowwise adds "_rw" to the params signature
-  /// ScaleMode::kRowwiseRms only: the epsilon under the square root, finite and > 0. Like alpha and beta it is not
+  /// ScaleMode::kRowwiseRms only: the epsilon under the square root, a normal positive fp32 value
+  /// (the kernels compute in fp32: 1.2e-38 to 3.4e38). Like alpha and beta it is not
   /// part of the signatures (it does not change which kernel is fastest); parsing gives 1e-6.
   double rms_eps = 1e-6;
 
@@ -85,7 +86,8 @@ struct GemmOperands {
   void* c = nullptr;
   const void* bias = nullptr;       ///< kGemmAndBias / kScaledGemm: m elements of out_dtype
   /// kScaledGemm: device pointers to one float each, or to m and n floats (ScaleMode::kRowwise);
-  /// 16-byte aligned. Weight-only problems: scale_a only (m floats), scale_b ignored.
+  /// 16-byte aligned. Weight-only problems (kRowwise or kRowwiseRms): scale_a only (m floats),
+  /// scale_b ignored.
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
 };

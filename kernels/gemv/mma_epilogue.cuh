@@ -25,13 +25,14 @@ namespace skinny_detail {
 /// CS == 1 emits the block's sums (y, or split blockIdx.y's partial), CS > 1 adds the CS blocks of
 /// the (1, CS, 1) cluster over distributed shared memory in rank order and rank 0 writes y. Fixed
 /// order throughout, so deterministic. Only the block's first `rows` rows are written (the paired
-/// TMA kernel's single-tile blocks hold 16 rows of a 32-row buffer). `tok_ss` (CS == 1, WN == 1,
-/// SkinnyParams::rms): shared [KW][8] sums of squares of each warp's share of each token, written
-/// before the call; token j's sums scale by rms_factor.
-template <int WM, int WN, int KW, int CS>
+/// TMA kernel's single-tile blocks hold 16 rows of a 32-row buffer). RMS (SkinnyParams::rms, one
+/// token tile and no cluster): `tok_ss` holds the shared [KW][8] sums of squares of each warp's share
+/// of each token, written before the call; token j's sums scale by rms_factor.
+template <int WM, int WN, int KW, int CS, bool RMS = false>
 __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const float (&acc)[WM][WN][4],
                                                    float* red, int row0, int rows = 16 * WM,
                                                    const float* tok_ss = nullptr) {
+  static_assert(!RMS || (WN == 1 && CS == 1), "the RMS sums are per 8-token tile, reduced in one block");
   constexpr int kBM = 16 * WM, kTok = 8 * WN;
   constexpr int kSB = kBM + 4;  // padded row of the reduction buffer: conflict-free stores
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -63,7 +64,7 @@ __device__ __forceinline__ void mma_block_epilogue(const SkinnyParams& p, const 
       float s = 0.f;
 #pragma unroll
       for (int w = 0; w < KW; ++w) s += red[(w * kTok + j) * kSB + r];
-      if (tok_ss != nullptr) {
+      if constexpr (RMS) {
         float q = 0.f;
 #pragma unroll
         for (int w = 0; w < KW; ++w) q += tok_ss[w * 8 + j];

@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
     tok_ss = red + mma_epilogue_smem(WM, 1, KW, 1) / sizeof(float);
     if (t == 0) tok_ss[warp * 8 + g] = ss;  // the epilogue's barrier publishes it
   }
-  mma_block_epilogue<WM, 1, KW, 1>(p, acc, red, row0, 16 * WM, tok_ss);
+  mma_block_epilogue<WM, 1, KW, 1, RMS>(p, acc, red, row0, 16 * WM, tok_ss);
   skinny_trace_exit(p.w);
 }
 

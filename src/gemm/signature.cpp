@@ -88,8 +88,11 @@ Status validate(const GemmDesc& d) {
       if (d.scale_mode == ScaleMode::kTensor)
         return Status(StatusCode::kNotSupported,
                       "weight-only ScaledGemm needs rowwise scales (scale_a: one per row of op(A))");
-      if (d.scale_mode == ScaleMode::kRowwiseRms && !(std::isfinite(d.rms_eps) && d.rms_eps > 0))
-        return bad(fmt::format("rms_eps must be finite and > 0, got {}", d.rms_eps));
+      // The kernels compute in fp32: an eps that rounds to 0 or to infinity there would give NaN for
+      // an all-zero token or zero for every one.
+      if (d.scale_mode == ScaleMode::kRowwiseRms &&
+          !(d.rms_eps >= std::numeric_limits<float>::min() && d.rms_eps <= std::numeric_limits<float>::max()))
+        return bad(fmt::format("rms_eps must be a normal positive fp32 value, got {}", d.rms_eps));
       if (d.out_dtype != b_type(d))
         return Status(StatusCode::kNotSupported,
                       fmt::format("weight-only ScaledGemm writes B's type {}, not {}", short_name(b_type(d)),

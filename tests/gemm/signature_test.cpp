@@ -211,7 +211,7 @@ TEST(GemmSignature, RmsNormalizedWeightOnlyIsNamedKeyedAndNarrow) {
   lt_bias.dtype_b.reset();
   EXPECT_EQ(validate(lt_bias).code(), StatusCode::kInvalidArgument);
   EXPECT_NE(validate(lt_bias).message().find("beta = 0"), std::string::npos) << validate(lt_bias).message();
-  for (double eps : {0.0, -1e-6, std::nan(""), HUGE_VAL}) {
+  for (double eps : {0.0, -1e-6, std::nan(""), HUGE_VAL, 1e-50, 1e39}) {
     GemmDesc bad = rms;
     bad.rms_eps = eps;
     EXPECT_EQ(validate(bad).code(), StatusCode::kInvalidArgument) << eps;

@@ -155,6 +155,8 @@ class SkinnySolution final : public Solution<GemmArgs> {
                                : fmt::format("{} runs e4m3 weights with 16-bit tokens only", name_));
     // What validate() refuses, for callers that run a solution directly (the launcher would only say
     // "invalid value").
+    if (d.scale_mode == ScaleMode::kRowwiseRms && !family_.weight_only())
+      return not_supported(fmt::format("{} does not RMS-normalize its tokens (_rms: the weight-only families do)", name_));
     if (family_.weight_only() && (d.scale_mode == ScaleMode::kTensor || d.out_dtype != b_type(d)))
       return not_supported(fmt::format("{} needs rowwise (per-row) scales and an output of the tokens' type {}",
                                        name_, short_name(b_type(d))));

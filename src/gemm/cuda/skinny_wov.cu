@@ -1,4 +1,4 @@
-// The weight-only FP8 GEMV (skinny_wov_kernel of kernels/gemv/skinny_wov.cuh) as tuning candidates:
+// The weight-only FP8 GEMV (skinny_wov of kernels/gemv/skinny_wov.cuh) as tuning candidates:
 // the weight-only problem (e4m3 weights with row scales x bf16/fp16 tokens, n <= 8) on CUDA cores,
 // beside the wo family's tensor-core kernels. Instantiates its kernels.
 #include "gemm/cuda/skinny_family.hpp"
