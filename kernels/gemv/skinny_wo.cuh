@@ -83,8 +83,10 @@ __device__ __forceinline__ void wo_convert(const uint4& w, uint4& first, uint4& 
 
 /// WM: 16-row MMA tiles per block, KW: warps splitting the block's K range, WC: warp-contiguous K
 /// order (SkinnyKOrder). X: the token type's conversion (WoBf16, WoF16). n <= 8. RMS:
-/// SkinnyParams::rms; lane (g, t) sums the squares of the token values it loads (token g), the
-/// block adds them over t and over its warps beside the accumulators.
+/// SkinnyParams::rms; one more MMA per token vector takes the tokens' fragments as both operands
+/// (token g as row g of A, rows g + 8 zero), so C[g][j] sums x_g . x_j and its diagonal each token's
+/// squares, with no conversion on the CUDA cores; the block adds the warps' diagonals beside the
+/// accumulators.
 template <class X, int WM, int KW, bool WC, bool RMS>
 __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __grid_constant__ SkinnyParams p) {
   using namespace skinny_detail;
@@ -120,7 +122,7 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
 #pragma unroll
     for (int q = 0; q < 4; ++q) acc[mt][0][q] = 0.f;
   }
-  float ss = 0.f;  // RMS: squares of token g's values this lane loads
+  float ssacc[4] = {0.f, 0.f, 0.f, 0.f};  // RMS: C[g][2t..2t+1] and C[g+8][..] of the tokens' Gram MMA
 
   for (int s = ko.first(); s < ko.end(); s += ko.step()) {
     uint4 a[kU][WM][2];
@@ -141,11 +143,9 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
       // Past ke both operands are zero; every lane still joins the warp-wide mma.
       const uint4 b0 = ld_cached16(xp, e < ke), b1 = ld_cached16(xp + 16, e < ke);
       if constexpr (RMS) {
-        float f0[Mma::kVec], f1[Mma::kVec];
-        Mma::to_float(b0, f0);
-        Mma::to_float(b1, f1);
-#pragma unroll
-        for (int i = 0; i < Mma::kVec; ++i) ss = fmaf(f1[i], f1[i], fmaf(f0[i], f0[i], ss));
+        const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+        mma_vec<Mma>(ssacc, b0, zero, b0);
+        mma_vec<Mma>(ssacc, b1, zero, b1);
       }
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
@@ -160,10 +160,9 @@ __global__ void __launch_bounds__(KW * 32, 16 / KW) skinny_wo_kernel(const __gri
 
   float* tok_ss = nullptr;  // RMS: [KW][8] sums of squares per warp and token, after the epilogue's buffer
   if constexpr (RMS) {
-    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
     tok_ss = red + mma_epilogue_smem(WM, 1, KW, 1) / sizeof(float);
-    if (t == 0) tok_ss[warp * 8 + g] = ss;  // the epilogue's barrier publishes it
+    // C[g][g] sits in lane (g, g / 2), element g % 2; the epilogue's barrier publishes it.
+    if (t == g / 2) tok_ss[warp * 8 + g] = ssacc[g & 1];
   }
   mma_block_epilogue<WM, 1, KW, 1, RMS>(p, acc, red, row0, 16 * WM, tok_ss);
   skinny_trace_exit(p.w);
