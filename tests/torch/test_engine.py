@@ -401,6 +401,80 @@ def main():
         if bad:
             raise AssertionError("; ".join(bad))
 
+    @case("FP8 persistent decode kernel: against the per-op path, PyTorch's FP8 model and fp32")
+    def _():
+        # The one-sequence FP8 decode step as one persistent kernel (kernels/model/decode_layers.cuh)
+        # runs where every GEMM's K is a multiple of 2048: two small models of such shapes (Gemma-like:
+        # eight query heads on one KV head of 256, a 150-token prompt so that the decode steps attend
+        # over three spans; Llama-like: four query heads per KV head of 128, 3-unit gate/up rows).
+        # Held: the same bounds as the FP8 case above (against fp32 and against PyTorch's model of the
+        # quantization), and the persistent steps' logits within 2 % relative RMS of the per-op
+        # path's (they differ by fp32 summation order, and bf16 rounding flips that follow from it)
+        # over the steps before their greedy tokens first differ.
+        bound = 0.15
+        report["fp8_persistent"] = {}
+        bad = []
+        shapes = {
+            "gemma": (dict(hidden_size=2048, intermediate_size=4096, num_attention_heads=8, num_key_value_heads=1,
+                           head_dim=256), 150),
+            "llama": (dict(hidden_size=2048, intermediate_size=6144, num_attention_heads=16, num_key_value_heads=4),
+                      20),
+        }
+        for name, (dims, plen) in shapes.items():
+            torch.manual_seed(13)
+            common = dict(vocab_size=512, num_hidden_layers=2, max_position_embeddings=512, initializer_range=0.02,
+                          **dims)
+            if name == "gemma":
+                model = T.GemmaForCausalLM(T.GemmaConfig(**common, hidden_act="gelu_pytorch_tanh",
+                                                         hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6))
+            else:
+                model = T.LlamaForCausalLM(T.LlamaConfig(**common, rms_norm_eps=1e-5))
+            with torch.no_grad():
+                for n, p in model.named_parameters():
+                    if "norm" in n:
+                        p.copy_(torch.randn_like(p) * 0.2 + (0.0 if name == "gemma" else 1.0))
+                    elif n.endswith("weight"):
+                        p.mul_(torch.empty(p.shape[0], 1).uniform_(-1.1, 1.1).exp())
+            d = os.path.join(WORK, name + "-persistent")
+            model.to(torch.bfloat16).save_pretrained(d, safe_serialization=True)
+            m32 = model.float().cuda().eval()
+            g = torch.Generator().manual_seed(9)
+            prompt = torch.randint(0, 512, (plen,), generator=g).tolist()
+            tp, pp, sp = run_engine(d, prompt, ["--fp8", "--decode-layers", "persistent"])
+            to, po, so = run_engine(d, prompt, ["--fp8", "--decode-layers", "per-op"])
+            r_auto = cli(["generate", "--model", d, "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens",
+                          "4", "--ignore-eos", "--max-seq-len", "256", "--fp8"])
+            chose = [ln for ln in r_auto.stderr.splitlines() if "persistent kernel" in ln]
+
+            def rel(x, ref):
+                return ((x - ref).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt()).item()
+            seq = prompt + tp[0][:-1]
+            q32 = fp8_model(m32, len(prompt))
+            ref, fq = hf_logits(m32, seq), hf_logits(q32, seq)
+            ours = torch.cat([pp, sp[1:, 0]])
+            e8, to_fq, fq_err = rel(ours, ref), rel(ours, fq), rel(fq, ref)
+            first = next((i for i in range(32) if tp[0][i] != to[0][i]), 32)
+            # Step i's logits choose token i + 1; they compare while the two runs fed the same tokens.
+            n_cmp = min(first + 1, 32)
+            vs_op = rel(sp[:n_cmp, 0], so[:n_cmp, 0])
+            report["fp8_persistent"][name] = dict(rel_err_fp8=e8, rel_err_to_fp8_model=to_fq, fp8_model_rel_err=fq_err,
+                                                  rel_diff_vs_per_op=vs_op, steps_compared=n_cmp,
+                                                  first_token_diff_vs_per_op=None if first == 32 else first,
+                                                  auto_choice=chose)
+            print(f"  {name}-like (prompt {plen}): relative RMS error vs fp32 {e8:.4f} (PyTorch's fp8 model {fq_err:.4f}); "
+                  f"vs that model {to_fq:.4f}; vs the per-op path {vs_op:.2e} over {n_cmp} steps; tokens first differ "
+                  f"at {first if first < 32 else 'none'}; auto: {chose}")
+            if not e8 <= bound:
+                bad.append(f"{name}: FP8 relative error {e8} > {bound}")
+            if not to_fq < fq_err:
+                bad.append(f"{name}: {to_fq} from the fp8 model, which is {fq_err} from fp32")
+            if not vs_op < 0.02:
+                bad.append(f"{name}: persistent steps {vs_op} from the per-op path's")
+            if not chose:
+                bad.append(f"{name}: --decode-layers auto did not time the persistent kernel: {r_auto.stderr[-500:]}")
+        if bad:
+            raise AssertionError("; ".join(bad))
+
     @case("bad input is a clear error")
     def _():
         d = MODELS["llama"][0]
