@@ -43,13 +43,6 @@ struct EngineOptions {
   /// ScaledGemm, so no weight is ever dequantized in memory. Norm weights, the KV cache and the
   /// activations between GEMMs keep the model's dtype.
   bool fp8_weights = false;
-  /// How a one-sequence decode step with FP8 weights runs its layers. kAuto: where the model's
-  /// shapes allow (every GEMM's K a multiple of 2048 up to 16384, hidden up to 8192, head_dim 64-256,
-  /// no biases) and the device is sm_90, both ways are captured and timed before the first step and
-  /// the faster is kept; kPersistent: one persistent kernel for all layers (an error where it cannot
-  /// run); kPerOp: one tuned launch per GEMM and op. Batches above one and prefill always run per op.
-  enum class DecodeLayers { kAuto, kPersistent, kPerOp };
-  DecodeLayers decode_layers = DecodeLayers::kAuto;
   /// Tuning runtime options. The engine always looks results up (enabled is forced on); with
   /// `tuning` on, every GEMM and fused-op problem is tuned at its first eager run, before any
   /// capture, and written to the results file for later runs.
@@ -129,11 +122,6 @@ class Engine {
     double prefill_ms = 0, decode_ms_per_step = 0;
     std::size_t bytes_per_step = 0;          ///< weights + the KV cache read at the mean position
     std::vector<std::pair<std::string, double>> kind_ms_per_step;  ///< gemm, attention, norm, ...
-    /// How the decode steps ran their layers: "persistent" (one kernel) or "per-op"; with kAuto at
-    /// batch 1 the two timings it chose between (ms per step without the embedding and the token
-    /// choice, as graphs), else 0.
-    std::string decode_layers;
-    double persistent_ms = 0, per_op_ms = 0;
   };
   Status benchmark(int batch, int prompt_len, int new_tokens, int runs, BenchResult* out);
 

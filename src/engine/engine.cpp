@@ -66,16 +66,14 @@ enum Kind : unsigned {
   kActivationKind = 8,
   kOtherKind = 16,  ///< embedding, row gather, token choice
   kQuantKind = 32,  ///< FP8 weights, W8A8 passes: attention and activation outputs, logit rows quantized (the norms do it themselves)
-  kLayersKind = 64,  ///< the persistent decode kernel: every layer of a one-sequence FP8 step
-  kAllKinds = 127,
+  kAllKinds = 63,
 };
 const std::pair<Kind, const char*> kKindNames[] = {{kGemmKind, "gemm"},
                                                    {kAttentionKind, "attention"},
                                                    {kNormKind, "norm"},
                                                    {kActivationKind, "activation"},
                                                    {kOtherKind, "embed+sample"},
-                                                   {kQuantKind, "quantize"},
-                                                   {kLayersKind, "layers"}};
+                                                   {kQuantKind, "quantize"}};
 
 /// A weight matrix [out, in] (row-major, as stored) on the GPU; FP8 weights carry one scale per
 /// output row.
@@ -186,12 +184,6 @@ class Engine::Impl {
   Status upload_ints(const std::vector<int>& v, int* dst);
   Status check_prompts(const std::vector<std::vector<std::int32_t>>& prompts, int max_new) const;
   Status copy_logits_to_host(int rows, float* dst);
-  /// Whether a decode pass of `rows` rows runs the layers as the persistent kernel.
-  bool persistent(const Pass& p) const { return dl_active_ && p.decode && p.rows == 1; }
-  Status launch_decode_layers();
-  Status choose_decode_layers(const SamplingParams& s);
-  Status time_decode_graph(const SamplingParams& s, double* ms);
-  Status check_decode_layers();
 
   EngineOptions opts_;
   model::ModelConfig cfg_;
@@ -246,15 +238,6 @@ class Engine::Impl {
   int* argmax_idx_ = nullptr;
   unsigned *attn_counters_ = nullptr, *argmax_counters_ = nullptr;
   engine::SampleSettings* sampling_ = nullptr;  ///< the sampler's settings, written per generation
-  // The persistent decode kernel (EngineOptions::decode_layers): its layer table, grid-barrier
-  // words and error word; eligible once the weights are up, active once chosen for batch 1.
-  engine::DecodeLayerWeights* dl_layers_ = nullptr;
-  unsigned* dl_barrier_ = nullptr;
-  int* dl_error_ = nullptr;
-  std::string dl_unsupported_ = "FP8 weights are off";  ///< why it cannot run; empty when it can
-  bool dl_active_ = false;
-  bool dl_chosen_ = false;
-  double dl_persistent_ms_ = 0, dl_per_op_ms_ = 0;
 
   // Host staging (pinned): weight upload chunks, then token read-back (first half) and small int
   // arrays (second half: a ring of slots, each reused once its last copy has left).
@@ -378,24 +361,6 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   }
   TUNABLE_RETURN_IF_ERROR(plan_memory());
   TUNABLE_RETURN_IF_ERROR(upload_weights(m));
-  if (fp8_) {
-    if (cfg_.qkv_bias || cfg_.o_bias)
-      dl_unsupported_ = "the model's projections have biases";
-    else
-      dl_unsupported_ = engine::decode_layers_unsupported(elem_, shape_, static_cast<int>(h_),
-                                                          static_cast<int>(inter_), decode_dev_);
-    if (dl_unsupported_.empty()) {
-      std::vector<engine::DecodeLayerWeights> table(layers_.size());
-      for (std::size_t l = 0; l < layers_.size(); ++l) {
-        const Layer& L = layers_[l];
-        table[l] = {{L.qkv.w, L.o.w, L.gate_up.w, L.down.w}, {L.qkv.scales, L.o.scales, L.gate_up.scales, L.down.scales}};
-      }
-      TUNABLE_CUDA_CHECK(cudaMemcpy(dl_layers_, table.data(), table.size() * sizeof(table[0]), cudaMemcpyHostToDevice));
-    }
-  }
-  if (o.decode_layers == EngineOptions::DecodeLayers::kPersistent && !dl_unsupported_.empty())
-    return Status(StatusCode::kNotSupported,
-                  fmt::format("the persistent decode kernel cannot run this model: {}", dl_unsupported_));
   return Status::ok();
 }
 
@@ -412,8 +377,6 @@ Status Engine::Impl::plan_memory() {
                                 max_seq_, engine::max_decode_splits(), plan.chunk_cap, nq_ / nkv_, hd_));
     max_splits_ = std::max(max_splits_, plan.splits);
   }
-  // The persistent decode kernel's attention partials share the decode attention's buffers.
-  if (fp8_) max_splits_ = std::max(max_splits_, engine::decode_layers_max_spans());
 
   // Weights.
   std::size_t w = 0;
@@ -444,7 +407,6 @@ Status Engine::Impl::plan_memory() {
   b += align_up(sizeof(engine::SampleSettings));
   const std::int64_t widest_in = std::max({h_, nq_ * hd_, inter_});
   if (fp8_) b += align_up(T * static_cast<std::size_t>(widest_in)) + align_up(T * 4);
-  if (fp8_) b += align_up(L * sizeof(engine::DecodeLayerWeights)) + align_up(2 * 4) + align_up(4);
   info_.buffer_bytes = b;
 
   // Everything must fit next to the runtime's own needs (cuBLAS handles and workspaces, tuning
@@ -509,9 +471,6 @@ Status Engine::Impl::plan_memory() {
   if (fp8_) {
     Q8_ = take(T * static_cast<std::size_t>(widest_in));
     S8_ = reinterpret_cast<float*>(take(T * 4));
-    dl_layers_ = reinterpret_cast<engine::DecodeLayerWeights*>(take(L * sizeof(engine::DecodeLayerWeights)));
-    dl_barrier_ = reinterpret_cast<unsigned*>(take(2 * 4));
-    dl_error_ = reinterpret_cast<int*>(take(4));
   }
   if (cur > static_cast<char*>(buf_mem_.get()) + b) return Status(StatusCode::kInternal, "engine buffer plan overflows");
 
@@ -806,8 +765,7 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
   }
   engine::DecodeAttnArgs decode_plan;  // the same for every layer
   if (p.decode) (void)engine::plan_decode_splits(shape_, T, decode_dev_, &decode_plan);  // checked at load
-  if (persistent(p) && (kinds & kLayersKind)) TUNABLE_RETURN_IF_ERROR(launch_decode_layers());
-  for (std::size_t l = 0; l < layers_.size() && !persistent(p); ++l) {
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     if (nm && !folded) {
       if (l == 0)
@@ -887,135 +845,6 @@ Status Engine::Impl::forward(const Pass& p, unsigned kinds, const SamplingParams
   return Status::ok();
 }
 
-/// Every layer of a one-sequence FP8 decode step as one launch: R_ from the embedding to the last
-/// layer's residual stream, sequence 0's cache written at its position.
-Status Engine::Impl::launch_decode_layers() {
-  engine::DecodeLayersArgs a;
-  a.layers = dl_layers_;
-  a.num_layers = static_cast<int>(layers_.size());
-  a.hidden = static_cast<int>(h_);
-  a.inter = static_cast<int>(inter_);
-  a.eps = static_cast<float>(cfg_.rms_norm_eps);
-  a.gelu_tanh = cfg_.gelu_tanh;
-  a.resid = R_;
-  a.qkv = QKV_;
-  a.att = ATT_;
-  a.act = ACT_;
-  a.k_cache = k_cache_;
-  a.v_cache = v_cache_;
-  a.layer_cache_elems = static_cast<std::int64_t>(layer_cache_bytes_ / esize_);
-  a.positions = positions_;
-  a.inv_freq = inv_freq_;
-  a.part_acc = part_acc_;
-  a.part_ml = part_ml_;
-  a.counters = attn_counters_;
-  a.barrier = dl_barrier_;
-  a.error = dl_error_;
-  return launch_status(engine::launch_decode_layers(elem_, shape_, a, decode_dev_, stream_), "persistent decode kernel");
-}
-
-/// The decode step's time as a graph without the embedding and the token choice (so that positions
-/// stay where they are), median of 5 x 10 replays after 3.
-Status Engine::Impl::time_decode_graph(const SamplingParams& s, double* ms) {
-  Pass p;
-  p.rows = 1;
-  p.decode = true;
-  TUNABLE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  const Status st = forward(p, kAllKinds & ~kOtherKind, &s);
-  cudaGraph_t graph = nullptr;
-  const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
-  if (!st.is_ok()) {
-    if (graph) (void)cudaGraphDestroy(graph);
-    return st;
-  }
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status(StatusCode::kCudaError, fmt::format("capturing the decode step failed: {}", cuda_error_text(e)));
-  }
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
-  (void)cudaGraphDestroy(graph);
-  if (ie != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status(StatusCode::kCudaError, fmt::format("instantiating the decode graph failed: {}", cuda_error_text(ie)));
-  }
-  std::vector<double> t;
-  cudaError_t r = cudaSuccess;
-  for (int i = 0; i < 3 && r == cudaSuccess; ++i) r = cudaGraphLaunch(exec, stream_);
-  for (int k = 0; k < 5 && r == cudaSuccess; ++k) {
-    r = cudaEventRecord(events_[0], stream_);
-    for (int i = 0; i < 10 && r == cudaSuccess; ++i) r = cudaGraphLaunch(exec, stream_);
-    if (r == cudaSuccess) r = cudaEventRecord(events_[1], stream_);
-    if (r == cudaSuccess) r = cudaEventSynchronize(events_[1]);
-    float f = 0;
-    if (r == cudaSuccess) r = cudaEventElapsedTime(&f, events_[0], events_[1]);
-    t.push_back(f / 10);
-  }
-  (void)cudaGraphExecDestroy(exec);
-  TUNABLE_CUDA_CHECK(r);
-  std::sort(t.begin(), t.end());
-  *ms = t[t.size() / 2];
-  return Status::ok();
-}
-
-/// Batch 1 with FP8 weights: which way the layers run (EngineOptions::decode_layers), decided once,
-/// after the per-op problems are tuned and before any batch-1 graph is captured.
-Status Engine::Impl::choose_decode_layers(const SamplingParams& s) {
-  if (dl_chosen_) return Status::ok();
-  dl_chosen_ = true;
-  dl_active_ = false;
-  if (!dl_unsupported_.empty() || opts_.decode_layers == EngineOptions::DecodeLayers::kPerOp) return Status::ok();
-  // One eager step first: a launch the device refuses is an error here, not inside a capture.
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(positions_, 0, sizeof(int), stream_));
-  dl_active_ = true;
-  Pass p;
-  p.rows = 1;
-  p.decode = true;
-  TUNABLE_RETURN_IF_ERROR(forward(p, kAllKinds & ~kOtherKind, &s));
-  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  TUNABLE_RETURN_IF_ERROR(check_decode_layers());
-  if (opts_.decode_layers == EngineOptions::DecodeLayers::kPersistent || !opts_.cuda_graphs) {
-    progress("decode batch 1: every layer in one persistent kernel");
-    return Status::ok();
-  }
-  TUNABLE_RETURN_IF_ERROR(time_decode_graph(s, &dl_persistent_ms_));
-  TUNABLE_RETURN_IF_ERROR(check_decode_layers());
-  dl_active_ = false;
-  TUNABLE_RETURN_IF_ERROR(time_decode_graph(s, &dl_per_op_ms_));
-  dl_active_ = dl_persistent_ms_ < dl_per_op_ms_;
-  progress(fmt::format("decode batch 1: layers as one persistent kernel {:.3f} ms per step, per op {:.3f} ms: {}",
-                       dl_persistent_ms_, dl_per_op_ms_, dl_active_ ? "persistent" : "per op"));
-  return Status::ok();
-}
-
-/// A persistent launch whose grid barrier timed out (its blocks could not all be resident, e.g. a
-/// GPU shared with other work) left its error word set: the barrier words are reset, later steps run
-/// per op, and the error is returned.
-Status Engine::Impl::check_decode_layers() {
-  if (!dl_error_) return Status::ok();
-  int err = 0;
-  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(&err, dl_error_, sizeof err, cudaMemcpyDeviceToHost, stream_));
-  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (err == 0) return Status::ok();
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(dl_barrier_, 0, 2 * sizeof(unsigned), stream_));
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(dl_error_, 0, sizeof(int), stream_));
-  TUNABLE_CUDA_CHECK(cudaMemsetAsync(attn_counters_, 0, static_cast<std::size_t>(nkv_) * sizeof(unsigned), stream_));
-  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  dl_active_ = false;
-  dl_unsupported_ = "a grid barrier of an earlier launch timed out";
-  for (auto it = graphs_.begin(); it != graphs_.end();) {  // graphs holding the persistent kernel
-    if (it->first.rows == 1) {
-      (void)cudaGraphExecDestroy(it->second);
-      it = graphs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return Status(StatusCode::kCudaError,
-                "the persistent decode kernel's grid barrier timed out (its blocks were not all resident: is the GPU "
-                "shared?); the step's results are invalid and later steps run one launch per op");
-}
-
 Status Engine::Impl::choose_tokens(const void* logits, int rows, const SamplingParams& s) {
   if (s.temperature <= 0.f)
     return launch_status(engine::launch_argmax(elem_, logits, vocab_, static_cast<int>(vocab_), rows, argmax_val_,
@@ -1052,7 +881,6 @@ Status Engine::Impl::graph_for(int rows, const SamplingParams& s, unsigned kinds
     return Status::ok();
   }
   TUNABLE_RETURN_IF_ERROR(warm_decode(rows, s));
-  if (rows == 1) TUNABLE_RETURN_IF_ERROR(choose_decode_layers(s));
   Pass p;
   p.rows = rows;
   p.decode = true;
@@ -1088,7 +916,6 @@ Status Engine::Impl::decode_step(int rows, const SamplingParams& s) {
     return Status::ok();
   }
   TUNABLE_RETURN_IF_ERROR(warm_decode(rows, s));
-  if (rows == 1) TUNABLE_RETURN_IF_ERROR(choose_decode_layers(s));
   Pass p;
   p.rows = rows;
   p.decode = true;
@@ -1337,7 +1164,6 @@ Status Engine::Impl::generate(const std::vector<std::vector<std::int32_t>>& prom
   float pre = 0, dec = 0;
   TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&pre, t0, t1));
   TUNABLE_CUDA_CHECK(cudaEventElapsedTime(&dec, t1, t2));
-  if (dl_active_ && B == 1) TUNABLE_RETURN_IF_ERROR(check_decode_layers());
   st.steps = delivered;
   st.decode_ms = decode_started ? dec : 0.0;
   st.prefill_ms = pre;
@@ -1391,15 +1217,8 @@ Status Engine::Impl::benchmark(int batch, int prompt_len, int new_tokens, int ru
   // values drift, the times do not (the kernels' work does not depend on them).
   out->kind_ms_per_step.clear();
   SamplingParams greedy;
-  const bool layers = dl_active_ && batch == 1;
-  out->decode_layers = layers ? "persistent" : "per-op";
-  out->persistent_ms = batch == 1 ? dl_persistent_ms_ : 0.0;
-  out->per_op_ms = batch == 1 ? dl_per_op_ms_ : 0.0;
   for (const auto& [kind, name] : kKindNames) {
-    // Nothing of that kind in this step: quantization outside W8A8 passes; with the persistent
-    // kernel, attention and activation are inside "layers" (and "gemm" is the output projection).
-    if (kind == kQuantKind && !w8a8(batch)) continue;
-    if (kind == kLayersKind ? !layers : layers && (kind == kAttentionKind || kind == kActivationKind)) continue;
+    if (kind == kQuantKind && !w8a8(batch)) continue;  // nothing of that kind in this step
     std::vector<int> pos(batch, static_cast<int>(mean_pos));
     TUNABLE_RETURN_IF_ERROR(upload_ints(pos, positions_));
     cudaGraphExec_t g = nullptr;

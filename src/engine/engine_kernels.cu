@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "kernels/attention/attention.cuh"
-#include "kernels/model/decode_layers.cuh"
 #include "kernels/model/quant.cuh"
 #include "kernels/model/rows.cuh"
 #include "kernels/sampling/sampling.cuh"
@@ -226,108 +225,6 @@ cudaError_t launch_sample(Elem t, const void* logits, std::int64_t stride, int v
                          reinterpret_cast<const k::SamplingSettings*>(settings), positions,
                          k::StepAdvance{next_ids, positions}};
     return k::launch_kernel(k::sample_kernel<T>, dim3(rows), dim3(k::kSampleThreads), 0, stream, p);
-  });
-}
-
-
-// ---- the persistent decode kernel ----------------------------------------------------------------
-
-static_assert(sizeof(DecodeLayerWeights) == sizeof(k::DecodeLayerWeights), "layer weight layouts differ");
-
-namespace {
-
-/// Ring slots the device's shared memory holds next to the kernel's scratch and static arrays.
-int decode_layers_slots(const DecodeDevice& dev) {
-  constexpr std::size_t kStatic = 1024;
-  if (dev.max_smem < k::kDlScratchBytes + kStatic) return 0;
-  return static_cast<int>(std::min<std::size_t>(k::kDlMaxSlots, (dev.max_smem - k::kDlScratchBytes - kStatic) /
-                                                                     k::kDlSlotBytes));
-}
-
-/// The ring needs a few slots in flight per SM to stream at the copy rate.
-constexpr int kMinSlots = 4;
-
-}  // namespace
-
-int decode_layers_max_spans() { return k::kDlMaxSpans; }
-
-std::string decode_layers_unsupported(Elem t, const AttnShape& s, int hidden, int inter, const DecodeDevice& dev) {
-  if (const char* why = k::decode_layers_unsupported(hidden, inter, s.heads, s.kv_heads, s.head_dim)) return why;
-  const int slots = decode_layers_slots(dev);
-  if (slots < kMinSlots) return "the device's shared memory per block holds too few weight slots";
-  std::string why;
-  const cudaError_t e = by_elem(t, [&](auto z) {
-    using T = decltype(z);
-    return by_head_dim(s.head_dim, [&](auto dz) {
-      constexpr int D = decltype(dz)::value;
-      const auto kernel = k::decode_layers_kernel<T, D>;
-      // Grid barriers, bulk copies and mbarriers: sm_90 code on an sm_90+ device (the PDL test).
-      if (!k::pdl_supported(kernel)) {
-        why = "needs a compute capability 9.0 device and sm_90 device code";
-        return cudaSuccess;
-      }
-      const std::size_t smem = k::decode_layers_smem(slots);
-      if (cudaError_t e2 = allow_smem(kernel, smem); e2 != cudaSuccess) return e2;
-      int per_sm = 0;
-      if (cudaError_t e2 = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::kDlThreads, smem);
-          e2 != cudaSuccess)
-        return e2;
-      // Every block must be resident at once (the grid barriers): one per SM.
-      if (per_sm < 1) why = "a block of the kernel does not fit on an SM";
-      return cudaSuccess;
-    });
-  });
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return std::string("querying the kernel failed: ") + cudaGetErrorString(e);
-  }
-  return why;
-}
-
-cudaError_t launch_decode_layers(Elem t, const AttnShape& s, const DecodeLayersArgs& a, const DecodeDevice& dev,
-                                 cudaStream_t stream) {
-  const int slots = decode_layers_slots(dev);
-  if (slots < kMinSlots || dev.sms <= 0) return cudaErrorInvalidValue;
-  return by_elem(t, [&](auto z) {
-    using T = decltype(z);
-    return by_head_dim(s.head_dim, [&](auto dz) {
-      constexpr int D = decltype(dz)::value;
-      k::DecodeLayersParams<T> p{};
-      p.layers = reinterpret_cast<const k::DecodeLayerWeights*>(a.layers);
-      p.num_layers = a.num_layers;
-      p.hidden = a.hidden;
-      p.inter = a.inter;
-      p.heads = s.heads;
-      p.kv_heads = s.kv_heads;
-      p.max_seq = s.max_seq;
-      p.eps = a.eps;
-      p.attn_scale = s.scale;
-      p.act = a.gelu_tanh ? k::ActKind::kGeluTanh : k::ActKind::kSilu;
-      p.resid = static_cast<T*>(a.resid);
-      p.qkv = static_cast<T*>(a.qkv);
-      p.att = static_cast<T*>(a.att);
-      p.act_out = static_cast<T*>(a.act);
-      p.k_cache = static_cast<T*>(a.k_cache);
-      p.v_cache = static_cast<T*>(a.v_cache);
-      p.layer_cache_elems = a.layer_cache_elems;
-      p.positions = a.positions;
-      p.inv_freq = a.inv_freq;
-      p.part_acc = a.part_acc;
-      p.part_ml = a.part_ml;
-      p.counters = a.counters;
-      p.barrier = a.barrier;
-      p.error = a.error;
-      p.blocks = a.arrivals > 0 ? a.arrivals : dev.sms;
-      p.slots = slots;
-      p.timeout_ns = a.timeout_ns;
-      const auto kernel = k::decode_layers_kernel<T, D>;
-      const std::size_t smem = k::decode_layers_smem(slots);
-      if (cudaError_t e = allow_smem(kernel, smem); e != cudaSuccess) return e;
-      if (!k::pdl_supported(kernel)) return cudaErrorNotSupported;
-      k::LaunchAttrs attrs;
-      attrs.pdl = true;
-      return k::launch_kernel_with(kernel, dim3(dev.sms), dim3(k::kDlThreads), smem, stream, attrs, p);
-    });
   });
 }
 

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace tunable::engine {
 
@@ -89,46 +88,6 @@ cudaError_t launch_prefill_attention(Elem t, const AttnShape& s, const void* qkv
                                      const void* k_cache, const void* v_cache, const Segment* segments,
                                      int num_segments, int max_segment_len, void* out, std::int64_t out_stride,
                                      cudaStream_t stream);
-
-/// One layer's FP8 weights as the persistent decode kernel reads them (kernels::DecodeLayerWeights'
-/// layout): e4m3 [out][in] with one fp32 scale per output row; QKV, O, gate/up ([gate; up]), down.
-struct DecodeLayerWeights {
-  const void* w[4];
-  const float* scale[4];
-};
-
-/// The layers of a one-token FP8 decode step (sequence 0) as one persistent kernel
-/// (kernels/model/decode_layers.cuh): QKV (input RMS-normalized, the norm weight folded into W),
-/// attention with RoPE and the cache write, O (+= resid), gate/up with act(gate) * up, down
-/// (+= resid), for every layer.
-struct DecodeLayersArgs {
-  const DecodeLayerWeights* layers = nullptr;  ///< device array [num_layers]
-  int num_layers = 0, hidden = 0, inter = 0;
-  float eps = 0.f;
-  bool gelu_tanh = false;  ///< GELU-tanh, else SiLU
-  void* resid = nullptr;   ///< [hidden]: in the embedding, out the last layer's residual stream
-  void* qkv = nullptr;
-  void* att = nullptr;
-  void* act = nullptr;
-  void* k_cache = nullptr;  ///< layer l at l * layer_cache_elems elements
-  void* v_cache = nullptr;
-  std::int64_t layer_cache_elems = 0;
-  const int* positions = nullptr;
-  const float* inv_freq = nullptr;
-  float* part_acc = nullptr;  ///< kv_heads x decode_layers_max_spans() x group x head_dim floats
-  float* part_ml = nullptr;   ///< kv_heads x decode_layers_max_spans() x group x 2 floats
-  unsigned* counters = nullptr;  ///< kv_heads, zero
-  unsigned* barrier = nullptr;   ///< 2 words, zero before the first launch and after an error
-  int* error = nullptr;          ///< 1 after a launch whose grid barrier timed out
-  int arrivals = 0;              ///< arrivals a grid barrier waits for; 0: the grid (tests set more)
-  unsigned long long timeout_ns = 2000000000ull;
-};
-
-/// Why the kernel cannot run a model of these shapes on this device, or an empty string.
-std::string decode_layers_unsupported(Elem t, const AttnShape& s, int hidden, int inter, const DecodeDevice& dev);
-int decode_layers_max_spans();
-cudaError_t launch_decode_layers(Elem t, const AttnShape& s, const DecodeLayersArgs& a, const DecodeDevice& dev,
-                                 cudaStream_t stream);
 
 /// Blocks per row of the greedy argmax (partials sized [rows][kArgmaxBlocks]).
 inline constexpr int kArgmaxBlocks = 32;

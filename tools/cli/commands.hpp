@@ -69,7 +69,6 @@ struct ModelRunArgs {
   std::string file;           ///< results file (default: TUNABLE_FILENAME, else tunable_results.csv)
   bool no_graphs = false;
   bool fp8 = false;
-  std::string decode_layers = "auto";  ///< EngineOptions::decode_layers: auto, persistent, per-op
   int prefill_chunk = 512;    ///< rows per prefill pass
 };
 

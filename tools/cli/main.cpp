@@ -76,11 +76,6 @@ int main(int argc, char** argv) {
     c->add_flag("--no-graphs", m.no_graphs, "launch decode steps one kernel at a time instead of as CUDA graphs");
     c->add_flag("--fp8", m.fp8,
                 "FP8 e4m3 weights with per-channel scales, quantized at load (half the weight bytes per token)");
-    c->add_option("--decode-layers", m.decode_layers,
-                  "FP8, one sequence: run a decode step's layers as one persistent kernel, per op, or time both "
-                  "and keep the faster (auto)")
-        ->check(CLI::IsMember({"auto", "persistent", "per-op"}))
-        ->capture_default_str();
   };
   GenerateArgs ga;
   auto* gen = app.add_subcommand("generate", "Generate tokens with the decode engine");

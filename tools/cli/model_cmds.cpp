@@ -58,9 +58,6 @@ EngineOptions engine_options(const ModelRunArgs& a, int max_batch, std::int64_t 
   o.max_seq_len = max_seq;
   o.cuda_graphs = !a.no_graphs;
   o.fp8_weights = a.fp8;
-  o.decode_layers = a.decode_layers == "persistent" ? EngineOptions::DecodeLayers::kPersistent
-                    : a.decode_layers == "per-op"   ? EngineOptions::DecodeLayers::kPerOp
-                                                    : EngineOptions::DecodeLayers::kAuto;
   o.prefill_chunk = a.prefill_chunk;
   o.tuning = Options::from_environment();
   o.tuning.tuning = a.tune;
@@ -269,10 +266,7 @@ int run_bench_model(const BenchModelArgs& a) {
                            {"bytes_per_step", r.bytes_per_step},
                            {"gbs", gbs},
                            {"fraction_of_copy", gbs * 1e9 / copy_bw},
-                           {"kind_ms_per_step", kj},
-                           {"decode_layers", r.decode_layers},
-                           {"persistent_ms", r.persistent_ms},
-                           {"per_op_ms", r.per_op_ms}});
+                           {"kind_ms_per_step", kj}});
   }
   const std::size_t free1 = device_free(a.run.device);
   const std::size_t used = free0 > free1 ? free0 - free1 : 0;
