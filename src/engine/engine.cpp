@@ -382,8 +382,10 @@ Status Engine::Impl::plan_memory() {
   std::size_t w = 0;
   auto mat = [&](std::int64_t r, std::int64_t c) { return mat_bytes(r, c); };
   auto lin = [&](std::int64_t r, std::int64_t c) { return linear_bytes(r, c); };
+  // The two norm weights stay only with 16-bit weights: FP8 weights carry them folded in (fold_norms).
   const std::size_t per_layer = lin(qkv_dim_, h_) + (cfg_.qkv_bias ? mat(qkv_dim_, 1) : 0) + lin(h_, nq_ * hd_) +
-                                (cfg_.o_bias ? mat(h_, 1) : 0) + lin(2 * inter_, h_) + lin(h_, inter_) + 2 * mat(h_, 1);
+                                (cfg_.o_bias ? mat(h_, 1) : 0) + lin(2 * inter_, h_) + lin(h_, inter_) +
+                                (fp8_ ? 0 : 2 * mat(h_, 1));
   // A tied table is also the output projection (e4m3 with FP8 weights); an untied one is only
   // gathered from and stays in the model's dtype.
   w = per_layer * L + (cfg_.tie_word_embeddings ? lin(vocab_, h_) : mat(vocab_, h_) + lin(vocab_, h_)) + mat(h_, 1);
@@ -594,8 +596,12 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     float* sc = fp8_ ? const_cast<float*>(l.scales) + row0 : nullptr;
     return upload(m, name, dst, rows * l.in, l.in, sc, fp8_ ? norm : nullptr);
   };
+  // FP8: each layer's two norm weights pass through here on their way into its GEMMs (one layer at
+  // a time: the stream orders the next layer's upload after this layer's quantization).
+  DeviceBuffer norm_dev;
   if (fp8_) {
-    const Status st = stage_dev_.allocate(host_bytes_);
+    Status st = stage_dev_.allocate(host_bytes_);
+    if (st.is_ok()) st = norm_dev.allocate(2 * mat_bytes(h_, 1));
     if (!st.is_ok())
       return Status(st.code(), fmt::format("out of GPU memory allocating the FP8 load staging: {}", st.message()));
   }
@@ -606,8 +612,8 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     const std::string p = fmt::format("model.layers.{}.", l);
     Layer& L = layers_[l];
     // The norms first: FP8 weights fold them into the GEMMs after them (fold_norms).
-    char* n1 = place(h_, 1);
-    char* n2 = place(h_, 1);
+    char* n1 = fp8_ ? static_cast<char*>(norm_dev.get()) : place(h_, 1);
+    char* n2 = fp8_ ? n1 + mat_bytes(h_, 1) : place(h_, 1);
     TUNABLE_RETURN_IF_ERROR(upload(m, p + "input_layernorm.weight", n1, h_));
     TUNABLE_RETURN_IF_ERROR(upload(m, p + "post_attention_layernorm.weight", n2, h_));
     L.attn_norm = n1;

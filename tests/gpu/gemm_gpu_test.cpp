@@ -254,7 +254,15 @@ struct Problem {
       for (float& f : scales) f = u(rng);
     }
     for (std::int64_t bt = 0; bt < d.batch; ++bt)
-      for (std::int64_t j = 0; j < d.n; ++j)
+      for (std::int64_t j = 0; j < d.n; ++j) {
+        // _rms: token j's RMS, sqrt(mean of squares + eps), once per token.
+        const bool rms = d.scale_mode == ScaleMode::kRowwiseRms;
+        double ss = 0;
+        for (std::int64_t p = 0; p < d.k && rms; ++p) {
+          const double bv = b.at(bt * d.stride_b + p + j * d.ldb);
+          ss += bv * bv;
+        }
+        const double den = rms ? std::sqrt(ss / static_cast<double>(d.k) + d.rms_eps) : 1.0;
         for (std::int64_t i = 0; i < d.m; ++i) {
           double acc = 0;
           for (std::int64_t p = 0; p < d.k; ++p) {
@@ -262,14 +270,7 @@ struct Problem {
             const double bv = b.at(bt * d.stride_b + (d.transb == Transpose::kN ? p + j * d.ldb : j + p * d.ldb));
             acc += av * bv;
           }
-          if (d.scale_mode == ScaleMode::kRowwiseRms) {
-            double ss = 0;
-            for (std::int64_t p = 0; p < d.k; ++p) {
-              const double bv = b.at(bt * d.stride_b + p + j * d.ldb);
-              ss += bv * bv;
-            }
-            acc /= std::sqrt(ss / static_cast<double>(d.k) + d.rms_eps);
-          }
+          if (rms) acc /= den;
           double v = d.alpha * (d.op == GemmOp::kScaledGemm ? scale_of(i, j) : 1.0) * acc;
           if (d.beta != 0) v += d.beta * c.at(bt * d.stride_c + i + j * d.ldc);
           if (d.epilogue != Epilogue::kNone) v += bias.at(i);
@@ -278,6 +279,7 @@ struct Problem {
             v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
           ref[bt * d.m * d.n + i + j * d.m] = v;
         }
+      }
   }
 
   static constexpr unsigned char kSentinel = 0x5A;  // a finite value in every output type

@@ -339,13 +339,16 @@ class SkinnyProblem {
     const double scale =
         c_.alpha * (c_.op == GemmOp::kScaledGemm && !c_.weight_only ? double(c_.scale_a) * c_.scale_b : 1.0);
     for (std::int64_t j = 0; j < d.n; ++j) {
+      const double* x = &xb[j * d.k];
+      // _rms: token j's RMS, sqrt(mean of squares + eps), once per token.
+      double ss = 0;
+      for (std::int64_t p = 0; p < d.k && c_.rms; ++p) ss += x[p] * x[p];
+      const double den = c_.rms ? std::sqrt(ss / static_cast<double>(d.k) + c_.rms_eps) : 1.0;
       for (std::int64_t i = 0; i < d.m; ++i) {
         const double* w = &wa[i * d.k];
-        const double* x = &xb[j * d.k];
-        double s = 0, ss = 0;
+        double s = 0;
         for (std::int64_t p = 0; p < d.k; ++p) s += w[p] * x[p];
-        for (std::int64_t p = 0; p < d.k && c_.rms; ++p) ss += x[p] * x[p];
-        if (c_.rms) s /= std::sqrt(ss / static_cast<double>(d.k) + c_.rms_eps);
+        if (c_.rms) s /= den;
         double v = scale * s * (c_.weight_only ? static_cast<double>(row_scales_[i]) : 1.0);
         if (d.beta != 0) v += d.beta * c0_.value(j * d.ldc + i);
         if (d.epilogue != Epilogue::kNone) v += bias_.value(i);

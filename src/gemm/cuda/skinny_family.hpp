@@ -128,12 +128,19 @@ class SkinnyFamilyBridge {
   ~SkinnyFamilyBridge() = default;
 };
 
-/// Appends `c` to a weight-only family's candidates for `d`: as it is, or for the RMS-normalized
-/// problem (ScaleMode::kRowwiseRms, which needs each token's whole row in one block) in its one-split
-/// form, once, and not at all where it splits K.
+/// Whether `d` needs each token's whole row in one block: the RMS-normalized weight-only problem
+/// (ScaleMode::kRowwiseRms), whose kernels sum the squares of the token values they load. Such a
+/// problem runs unsplit: candidates that split K are refused, the others run with one split.
+inline bool needs_whole_rows(const GemmDesc& d) { return d.scale_mode == ScaleMode::kRowwiseRms; }
+
+/// Whether a configuration splits K (a fixed count above one, wave-balanced or over a cluster).
+inline bool splits_k(const KSplit& ks) { return ks.fixed > 1 || ks.waves != 0 || ks.cluster != 0; }
+
+/// Appends `c` to a weight-only family's candidates for `d`: as it is, or, where `d` needs whole
+/// rows, in its one-split form, once, and not at all where it splits K.
 inline void add_weight_only_candidate(const GemmDesc& d, SkinnyConfig c, std::vector<SkinnyConfig>* out) {
-  if (d.scale_mode == ScaleMode::kRowwiseRms) {
-    if (c.ks.fixed > 1 || c.ks.waves != 0 || c.ks.cluster != 0) return;
+  if (needs_whole_rows(d)) {
+    if (splits_k(c.ks)) return;
     c.ks = KSplit::splits(1);
     for (const SkinnyConfig& o : *out)
       if (o.name() == c.name()) return;

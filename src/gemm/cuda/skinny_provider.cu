@@ -169,7 +169,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
     if (addr_a % 16 != 0 || addr_b % 16 != 0)
       return misaligned(fmt::format("{} needs 16-byte aligned A and B (16-byte loads)", name_));
     TUNABLE_RETURN_IF_ERROR(family_.check(cfg_, d, name_));
-    if (d.scale_mode == ScaleMode::kRowwiseRms && (cfg_.ks.fixed > 1 || cfg_.ks.waves != 0 || cfg_.ks.cluster != 0))
+    if (needs_whole_rows(d) && splits_k(cfg_.ks))
       return not_supported(fmt::format("{} splits K, and the RMS-normalized problem (_rms) needs each token's "
                                        "whole row in one block",
                                        name_));
@@ -248,7 +248,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.act = skinny_act(d.epilogue);
     p.rms = rms;
     p.rms_eps = static_cast<float>(d.rms_eps);
-    l.splits = rms ? 1 : cfg_.ks.fixed;  // automatic: one split (can_implement refused the others)
+    l.splits = needs_whole_rows(d) ? 1 : cfg_.ks.fixed;  // automatic: one split (can_implement refused the others)
     l.waves = cfg_.ks.waves;
     const std::int64_t granule = family_.granule(cfg_);
     l.max_splits = static_cast<int>(cfg_.ks.waves != 0 ? wave_split_cap(granule, d)
@@ -262,7 +262,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
   /// Most splits a run on `d` can use (what the workspace is sized for).
   std::int64_t split_bound(const GemmDesc& d) const {
     if (cfg_.ks.cluster != 0) return 1;  // reduced in distributed shared memory: no workspace
-    if (d.scale_mode == ScaleMode::kRowwiseRms) return 1;
+    if (needs_whole_rows(d)) return 1;
     if (cfg_.ks.fixed != 0) return cfg_.ks.fixed;
     const std::int64_t granule = family_.granule(cfg_);
     return cfg_.ks.waves != 0 ? wave_split_cap(granule, d) : auto_split_cap(granule, d);
