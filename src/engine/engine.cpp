@@ -616,8 +616,10 @@ Status Engine::Impl::upload_weights(const model::ModelDir& m) {
     char* n2 = fp8_ ? n1 + mat_bytes(h_, 1) : place(h_, 1);
     TUNABLE_RETURN_IF_ERROR(upload(m, p + "input_layernorm.weight", n1, h_));
     TUNABLE_RETURN_IF_ERROR(upload(m, p + "post_attention_layernorm.weight", n2, h_));
-    L.attn_norm = n1;
-    L.mlp_norm = n2;
+    if (!fp8_) {  // FP8: the staging buffer is freed after load; the layers get the unit weight below
+      L.attn_norm = n1;
+      L.mlp_norm = n2;
+    }
     L.qkv = place_linear(qkv_dim_, h_);
     TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.q_proj.weight", 0, qd, n1));
     TUNABLE_RETURN_IF_ERROR(fill(L.qkv, p + "self_attn.k_proj.weight", qd, kvd, n1));
