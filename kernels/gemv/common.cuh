@@ -12,6 +12,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -52,7 +53,7 @@ struct SkinnyParams {
   /// launches, owned by the caller and used by one stream at a time.
   unsigned* bal_count = nullptr;
   float alpha = 1.f, beta = 0.f;  ///< beta == 0: y is never read (it may hold NaN)
-  float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^16)
+  float acc_scale = 1.f;          ///< undoes a scaled conversion of the inputs (fp8 GEMV: 2^8 per input)
   int prefetch = 0;               ///< weight bytes a block hints into L2 before the PDL wait; 0: the kernel's default
   SkinnyOut out = SkinnyOut::kBF16;
   SkinnyAct act = SkinnyAct::kNone;
@@ -143,6 +144,7 @@ __device__ __forceinline__ uint4 ld_cached16(const void* p, bool pred) {
 struct Bf16Traits {
   static constexpr int kVec = 8;
   static constexpr int kBytes = 2;
+  static constexpr float kAccScale = 1.f;  ///< to_float is exact
   __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -170,6 +172,7 @@ struct Bf16Traits {
 struct F16Traits {
   static constexpr int kVec = 8;
   static constexpr int kBytes = 2;
+  static constexpr float kAccScale = 1.f;  ///< to_float is exact
   __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -199,12 +202,12 @@ struct F16Traits {
 /// fp8 e4m3 (bias 7, no infinities). to_float returns value * 2^-8: the byte's low 7 bits shifted
 /// into an fp16's exponent/mantissa field give exactly value * 2^-8 for normals and subnormals
 /// alike (fp16 keeps subnormals), so one shift and one LOP3 per two elements replace the
-/// conversion instructions; kernels multiply the result by 2^16 (acc_scale) to undo both inputs'
-/// 2^-8. The tensor-core step needs sm_89+ (mma ... e4m3); older targets compile it out.
+/// conversion instructions; kernels multiply their sums by kAccScale per fp8 input (acc_scale) to
+/// undo the 2^-8. The tensor-core step needs sm_89+ (mma ... e4m3); older targets compile it out.
 struct E4M3Traits {
   static constexpr int kVec = 16;
   static constexpr int kBytes = 1;
-  static constexpr float kAccScale = 65536.f;
+  static constexpr float kAccScale = 256.f;
   __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -237,6 +240,27 @@ struct E4M3Traits {
     (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
     __trap();
 #endif
+  }
+};
+
+/// fp8 e4m3 converted to its exact values by the hardware: one cvt.rn.f16x2.e4m3x2 per two elements
+/// on sm_89+ (every e4m3 value is an fp16 value; cuda_fp8.h emulates it on older targets), then
+/// fp16 to fp32, and no scale to undo. Neither conversion wins everywhere in the weight-only GEMV
+/// (docs/skinny-gemm.md), so both are candidates and the tuner picks per problem (suffix _cvt).
+struct E4M3CvtTraits : E4M3Traits {
+  static constexpr float kAccScale = 1.f;
+  __device__ __forceinline__ static void to_float(const uint4& v, float (&f)[kVec]) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const __half2_raw ra = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] & 0xffffu), __NV_E4M3);
+      const __half2_raw rb = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] >> 16), __NV_E4M3);
+      const float2 fa = __half22float2(__half2(ra)), fb = __half22float2(__half2(rb));
+      f[4 * i] = fa.x;
+      f[4 * i + 1] = fa.y;
+      f[4 * i + 2] = fb.x;
+      f[4 * i + 3] = fb.y;
+    }
   }
 };
 

@@ -147,9 +147,8 @@ cudaError_t skinny_gemv_launch(const SkinnyLaunch& l, const SkinnyDevice& dev, S
                                      static_cast<long long>(per_sm) * dev.sms);
   if ((e = skinny_apply_plan(sp, l, &p)) != cudaSuccess) return e;
   if (RMS && p.splits != 1) return cudaErrorInvalidValue;  // a split sees part of each token
-  // fp8 values convert to value * 2^-8 (E4M3Traits::to_float): 2^-16 for e4m3 x e4m3 products,
-  // 2^-8 for e4m3 weights with 16-bit tokens.
-  p.acc_scale = W::kBytes == 1 ? (X::kBytes == 1 ? skinny_detail::E4M3Traits::kAccScale : 256.f) : 1.f;
+  // E4M3Traits::to_float returns value * 2^-8; each input's traits say what undoes its conversion.
+  p.acc_scale = W::kAccScale * X::kAccScale;
   std::size_t smem = 0;
   if (l.spread &&
       (e = skinny_spread_smem(kernel, l.spread_per_sm(blocks0 * p.splits, dev.sms), per_sm, 0, dev, cache,

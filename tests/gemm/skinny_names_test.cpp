@@ -108,6 +108,11 @@ SkinnyConfig warp_contiguous(SkinnyConfig c) {
   return c;
 }
 
+SkinnyConfig by_cvt(SkinnyConfig c) {
+  c.cvt = true;
+  return c;
+}
+
 TEST(SkinnyNames, NamesInResultsFilesKeepTheirMeaning) {
   // Names that results files hold, each with the configuration it has always meant: every split
   // form (auto, a fixed count inside and outside the enumerated ones, wave-balanced, cluster),
@@ -153,6 +158,8 @@ TEST(SkinnyNames, NamesInResultsFilesKeepTheirMeaning) {
       {"skinny_wo_fp8e4m3_bm16_wk4_ksw2", config(F::kWeightOnly, fp8, 16, 4, KSplit::balanced(2))},
       {"skinny_wov_fp8e4m3_r2_t256_ks4", config(F::kWeightOnlyGemv, fp8, 2, 256, KSplit::splits(4))},
       {"skinny_wov_fp8e4m3_r4_t256_ksauto", config(F::kWeightOnlyGemv, fp8, 4, 256, KSplit::automatic())},
+      {"skinny_wov_fp8e4m3_r1_t256_ks1_cvt", by_cvt(config(F::kWeightOnlyGemv, fp8, 1, 256, KSplit::splits(1)))},
+      {"skinny_wov_fp8e4m3_r4_t256_ksw2_cvt", by_cvt(config(F::kWeightOnlyGemv, fp8, 4, 256, KSplit::balanced(2)))},
   };
   const std::vector<SkinnyConfig> all = skinny_all_configs();
   for (const auto& [name, want] : known) {
@@ -225,6 +232,9 @@ TEST(SkinnyNames, ParserAcceptsNothingElse) {
     m.wc = !m.wc;
     near.push_back(m);
     m = c;
+    m.cvt = !m.cvt;
+    near.push_back(m);
+    m = c;
     m.dtype = DataType::kF8E5M2;
     near.push_back(m);
     for (const SkinnyConfig& x : near)
@@ -282,7 +292,12 @@ TEST(SkinnyNames, RejectsForeignAndNonCanonicalNames) {
                           "skinny_mmt_bf16_bm16_wk8_ks1_b8s5_bal", "skinny_mmt_bf16_bm16_wk8_ks1_b16s6_bal",
                           // The weight-only families: e4m3 only, their own shapes.
                           "skinny_wo_bf16_bm16_wk8_ks1", "skinny_wov_bf16_r1_t256_ks1", "skinny_wov_fp8e4m3_r1_t128_ks1",
-                          "skinny_wov_fp8e4m3_bm16_wk8_ks1", "skinny_wo_fp8e4m3_r1_t256_ks1", "skinny_wo_fp8e4m3_bm16_wk8_ksc2"}) {
+                          "skinny_wov_fp8e4m3_bm16_wk8_ks1", "skinny_wo_fp8e4m3_r1_t256_ks1", "skinny_wo_fp8e4m3_bm16_wk8_ksc2",
+                          // _cvt: the CUDA-core weight-only GEMV's alone, once, last.
+                          "skinny_gemv_fp8e4m3_r1_t256_ks1_cvt", "skinny_wo_fp8e4m3_bm16_wk8_ks1_cvt",
+                          "skinny_wov_fp8e4m3_r1_t256_ks1_cvt_cvt", "skinny_wov_fp8e4m3_r1_t256_ks1cvt",
+                          "skinny_wov_fp8e4m3_r1_t256_ks1_CVT", "skinny_wov_bf16_r1_t256_ks1_cvt",
+                          "skinny_wov_fp8e4m3_r1_t256_ks1_cvt_wc", "skinny_wov_fp8e4m3_r1_t256_ks1_wc_cvt"}) {
     EXPECT_EQ(skinny_gemm_provider(nullptr)->from_name(bad, any), nullptr) << bad;
   }
 }

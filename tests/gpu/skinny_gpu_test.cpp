@@ -653,7 +653,8 @@ TEST(SkinnyWeightOnlyCodes, EveryE4m3ValueConvertsExactly) {
     ASSERT_TRUE(validate(a.desc, a.ops).is_ok()) << validate(a.desc, a.ops).to_string();
     for (const char* name : {"skinny_wo_fp8e4m3_bm16_wk4_ks1", "skinny_wo_fp8e4m3_bm32_wk8_ksauto",
                              "skinny_wo_fp8e4m3_bm16_wk16_ks1_wc", "skinny_wov_fp8e4m3_r1_t256_ks1",
-                             "skinny_wov_fp8e4m3_r4_t256_ksauto"}) {
+                             "skinny_wov_fp8e4m3_r4_t256_ksauto", "skinny_wov_fp8e4m3_r1_t256_ks1_cvt",
+                             "skinny_wov_fp8e4m3_r2_t256_ksauto_cvt"}) {
       SCOPED_TRACE(fmt::format("{} into {}", name, short_name(t)));
       const auto sol = test_provider()->from_name(name, a);
       ASSERT_NE(sol, nullptr);

@@ -63,7 +63,8 @@ std::string SkinnyConfig::name() const {
                             : ks.cluster != 0 ? fmt::format("c{}", ks.cluster)
                                               : std::string("auto");
   if (family == SkinnyFamily::kGemv || family == SkinnyFamily::kWeightOnlyGemv)
-    return fmt::format("skinny_{}_{}_r{}_t{}_ks{}", skinny_family_tag(family), short_name(dtype), rows, width, split);
+    return fmt::format("skinny_{}_{}_r{}_t{}_ks{}{}", skinny_family_tag(family), short_name(dtype), rows, width,
+                       split, cvt ? "_cvt" : "");
   const bool ring = family == SkinnyFamily::kMmaTma || family == SkinnyFamily::kWgmma;
   const std::string shape = ring ? fmt::format("_b{}s{}", boxes, stages) : "";
   return fmt::format("skinny_{}_{}_bm{}_wk{}_ks{}{}{}{}{}", skinny_family_tag(family),
@@ -82,7 +83,7 @@ bool SkinnyConfig::valid() const {
   if ((ks.fixed != 0) + (ks.waves != 0) + (ks.cluster != 0) > 1) return false;
   for (const SkinnyShape& s : skinny_family(family).shapes()) {
     if (s.rows == rows && s.width == width && s.wc == wc && s.boxes == boxes &&
-        s.stages == stages && s.grid == grid)
+        s.stages == stages && s.grid == grid && s.cvt == cvt)
       return s.takes(ks);
   }
   return false;
@@ -92,7 +93,7 @@ std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
   static const std::regex re(
       "^skinny_(gemv|mmap|mmt|mma|wgt|wov|wo)_([a-z0-9]+)_(r|bm)([0-9]{1,3})_(t|wk)([0-9]{1,3})_ks(auto|w["
       "0-9]|c[0-9]|"
-      "[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_bal)?(_wc)?$");
+      "[0-9]{1,2})(_b([0-9]{1,2})s([0-9]))?(_pair)?(_bal)?(_wc)?(_cvt)?$");
   std::smatch m;
   if (!std::regex_match(s, m, re)) return std::nullopt;
   SkinnyConfig c;
@@ -122,6 +123,7 @@ std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
            : m[12].matched ? SkinnyGrid::kBal
                            : SkinnyGrid::kTiles;
   c.wc = m[13].matched;
+  c.cvt = m[14].matched;
   // Canonical spelling only (family letters, no leading zeros, no aliases such as "BFloat16").
   if (!c.valid() || c.name() != s) return std::nullopt;
   return c;
@@ -129,7 +131,8 @@ std::optional<SkinnyConfig> SkinnyConfig::parse(const std::string& s) {
 
 bool SkinnyConfig::operator==(const SkinnyConfig& o) const {
   return family == o.family && dtype == o.dtype && rows == o.rows && width == o.width &&
-         ks == o.ks && wc == o.wc && boxes == o.boxes && stages == o.stages && grid == o.grid;
+         ks == o.ks && wc == o.wc && boxes == o.boxes && stages == o.stages && grid == o.grid &&
+         cvt == o.cvt;
 }
 
 std::vector<SkinnyConfig> skinny_all_configs() {

@@ -14,7 +14,9 @@
 //                                    tiles, weight and tokens by TMA; no fp8 into an fp32 output)
 //   skinny_wo_fp8e4m3_bm<16|32>_wk<4|8|16>_ks<split>[_wc]  (n <= 8; weight-only: e4m3 weights with
 //                                    row scales times bf16/fp16 tokens, converted in registers)
-//   skinny_wov_fp8e4m3_r<1|2|4>_t256_ks<split>  (n <= 8; the weight-only problem on CUDA cores)
+//   skinny_wov_fp8e4m3_r<1|2|4>_t256_ks<split>[_cvt]  (n <= 8; the weight-only problem on CUDA
+//                                    cores; _cvt: the weight converts by the hardware's cvt
+//                                    instruction instead of the byte trick)
 // split: auto (sized from the device's SM count and the kernel's occupancy: at least one full
 // wave), 1..64 (that many K splits, fewer when K holds fewer split granules), w<1..8>
 // (wave-balanced: any count, not only powers of two, so the grid gives >= W waves of resident
@@ -101,6 +103,7 @@ struct SkinnyConfig {
   int boxes = 0;
   int stages = 0;                        ///< mmt, wgt: stages in the ring
   SkinnyGrid grid = SkinnyGrid::kTiles;  ///< mmt: its grid (suffix _pair, _bal)
+  bool cvt = false;  ///< wov: the e4m3 weight converts by the hardware's cvt (suffix _cvt)
 
   std::string name() const;
   /// Whether the families are built for it: its shape is in its family's shape table, takes its

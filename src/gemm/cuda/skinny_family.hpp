@@ -34,6 +34,7 @@ struct SkinnyShape {
   SkinnyGrid grid = SkinnyGrid::kTiles;
   bool cluster_splits = false;  ///< also takes ks c2 and c4 (K split over a thread-block cluster)
   bool unsplit_only = false;    ///< takes ks1 only (the balanced grid)
+  bool cvt = false;             ///< e4m3 weight by the hardware's cvt (wov)
 
   /// `rows` x `width` as SkinnyConfig names them (gemv: rows per warp x threads; the MMA families:
   /// rows per block x warps along K).
@@ -57,6 +58,11 @@ struct SkinnyShape {
   SkinnyShape on(SkinnyGrid g) const {
     SkinnyShape s = *this;
     s.grid = g;
+    return s;
+  }
+  SkinnyShape converted_by_cvt(bool on = true) const {
+    SkinnyShape s = *this;
+    s.cvt = on;
     return s;
   }
   SkinnyShape with_cluster_splits() const {
@@ -86,6 +92,7 @@ struct SkinnyShape {
     c.boxes = boxes;
     c.stages = stages;
     c.grid = grid;
+    c.cvt = cvt;
     return c;
   }
 };

@@ -16,11 +16,13 @@ class WovFamily final : public SkinnyFamilyBridge {
   std::int64_t max_tokens() const override { return kWeightOnlyTokens; }
   bool weight_only() const override { return true; }
 
-  /// Rows per warp 1, 2, 4 at 256 threads (the bf16 GEMV's winners were all 256-thread blocks).
+  /// Rows per warp 1, 2, 4 at 256 threads (the bf16 GEMV's winners were all 256-thread blocks),
+  /// each with either e4m3 conversion.
   const std::vector<SkinnyShape>& shapes() const override {
     static const std::vector<SkinnyShape> all = [] {
       std::vector<SkinnyShape> v;
-      for (int rows_per_warp : {1, 2, 4}) v.push_back(SkinnyShape::of(rows_per_warp, 256));
+      for (bool cvt : {false, true})
+        for (int rows_per_warp : {1, 2, 4}) v.push_back(SkinnyShape::of(rows_per_warp, 256).converted_by_cvt(cvt));
       return v;
     }();
     return all;
@@ -30,22 +32,26 @@ class WovFamily final : public SkinnyFamilyBridge {
     return kern::skinny_gemv_granule(kern::skinny_detail::E4M3Traits::kVec);
   }
 
-  /// Every shape with automatic splits, fixed and wave-balanced splits for one and two rows per warp.
+  /// Every shape with automatic splits, fixed and wave-balanced splits for one and two rows per warp,
+  /// each with both conversions: which is faster depends on the problem (E4M3CvtTraits).
   void candidates(const GemmDesc& d, std::vector<SkinnyConfig>* out) const override {
     if (d.n > max_tokens()) return;
-    auto add = [&](int rows_per_warp, KSplit ks) {
-      add_weight_only_candidate(d, SkinnyShape::of(rows_per_warp, 256).config(family(), d.dtype, ks), out);
-    };
-    for (int rows_per_warp : {1, 2, 4}) add(rows_per_warp, KSplit::automatic());
-    for (int rows_per_warp : {1, 2}) {
-      for (int s : {1, 2, 4}) add(rows_per_warp, KSplit::splits(s));
-      add(rows_per_warp, KSplit::balanced(2));
+    for (bool cvt : {false, true}) {
+      auto add = [&](int rows_per_warp, KSplit ks) {
+        add_weight_only_candidate(
+            d, SkinnyShape::of(rows_per_warp, 256).converted_by_cvt(cvt).config(family(), d.dtype, ks), out);
+      };
+      for (int rows_per_warp : {1, 2, 4}) add(rows_per_warp, KSplit::automatic());
+      for (int rows_per_warp : {1, 2}) {
+        for (int s : {1, 2, 4}) add(rows_per_warp, KSplit::splits(s));
+        add(rows_per_warp, KSplit::balanced(2));
+      }
     }
   }
 
   Status launch(const SkinnyConfig& c, kern::SkinnyIn, kern::SkinnyLaunch& l, const kern::SkinnyDevice& dev,
                 SkinnyState& state, cudaStream_t stream) const override {
-    return skinny_launch_status(kern::skinny_wov(c.rows, c.width, l, dev, &state, stream), c.name());
+    return skinny_launch_status(kern::skinny_wov(c.rows, c.width, c.cvt, l, dev, &state, stream), c.name());
   }
 };
 
