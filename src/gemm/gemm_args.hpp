@@ -14,6 +14,13 @@ struct GemmArgs {
   GemmOperands ops;
 };
 
+/// Whether `d` carries per-row / per-column scale vectors (ScaleMode::kRowwise or kRowwiseRms: scale_a
+/// per row of C, scale_b per column, none for the weight-only problem's 16-bit B) instead of one scale
+/// per operand.
+inline bool has_rowwise_scales(const GemmDesc& d) {
+  return d.op == GemmOp::kScaledGemm && d.scale_mode != ScaleMode::kTensor;
+}
+
 /// Rows and columns of A, B and C as stored (column-major), given the transposes.
 inline std::int64_t a_rows(const GemmDesc& d) { return d.transa == Transpose::kN ? d.m : d.k; }
 inline std::int64_t a_cols(const GemmDesc& d) { return d.transa == Transpose::kN ? d.k : d.m; }

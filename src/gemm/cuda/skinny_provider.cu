@@ -229,7 +229,7 @@ class SkinnySolution final : public Solution<GemmArgs> {
     p.x = o.b;
     p.y = o.c;
     p.bias = has_bias ? o.bias : nullptr;
-    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode != ScaleMode::kTensor;
+    const bool rowwise = has_rowwise_scales(d);
     const bool rms = d.scale_mode == ScaleMode::kRowwiseRms;
     p.scale_a = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_a : nullptr;
     p.scale_b = d.op == GemmOp::kScaledGemm && !rowwise ? o.scale_b : nullptr;

@@ -121,7 +121,7 @@ class CudaGemmWorkload final : public Workload<GemmArgs> {
     const float scales[2] = {0.5f, 1.5f};  // a candidate that ignores a scale fails the check
     // Rowwise: one shared set of m + n scales in [0.5, 2), different per row and column, so that a
     // candidate applying them transposed, to the wrong operand, or not at all fails the check.
-    const bool rowwise = d.op == GemmOp::kScaledGemm && d.scale_mode != ScaleMode::kTensor;
+    const bool rowwise = has_rowwise_scales(d);
     const std::size_t m4 = (static_cast<std::size_t>(d.m) + 3) / 4 * 4;  // scale_b 16-byte aligned
     if (rowwise) {
       std::vector<float> v(m4 + static_cast<std::size_t>(d.n));
