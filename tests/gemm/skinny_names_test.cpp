@@ -223,7 +223,7 @@ TEST(SkinnyNames, ParserAcceptsNothingElse) {
       near.push_back(m);
     }
     for (SkinnyFamily f : {SkinnyFamily::kGemv, SkinnyFamily::kMma, SkinnyFamily::kMmaPipe, SkinnyFamily::kMmaTma,
-                           SkinnyFamily::kWgmma}) {
+                           SkinnyFamily::kWgmma, SkinnyFamily::kWeightOnly, SkinnyFamily::kWeightOnlyGemv}) {
       SkinnyConfig m = c;
       m.family = f;
       near.push_back(m);
@@ -434,6 +434,17 @@ TEST(SkinnyNames, RmsNormalizedCandidatesAreUnsplitAndUnique) {
       wov |= c.family == SkinnyFamily::kWeightOnlyGemv;
     }
     EXPECT_TRUE(wo && wov);
+    // Both e4m3 conversions of the CUDA-core GEMV are timed, plain and _rms: neither wins every problem.
+    auto offers_both = [](const std::vector<SkinnyConfig>& list) {
+      bool trick = false, cvt = false;
+      for (const SkinnyConfig& c : list) {
+        trick |= c.family == SkinnyFamily::kWeightOnlyGemv && !c.cvt;
+        cvt |= c.family == SkinnyFamily::kWeightOnlyGemv && c.cvt;
+      }
+      return trick && cvt;
+    };
+    EXPECT_TRUE(offers_both(cands)) << "_rms";
+    EXPECT_TRUE(offers_both(skinny_candidate_configs(wo_problem(m, n, k).desc))) << "_rw";
     const auto sols = enumerate_ok(a);
     EXPECT_EQ(sols.size(), cands.size());
     for (const auto& s : sols) EXPECT_EQ(s->workspace_bytes(a), 0u) << s->name();
