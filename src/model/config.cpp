@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_depth.hpp"
 
 namespace tunable::model {
 namespace {
@@ -29,6 +31,7 @@ Status parse_error(const std::string& what, const std::string& msg) {
 
 // The text as a JSON object; the error names the file.
 Status parse_object(const std::string& text, const std::string& what, json* out) {
+  TUNABLE_RETURN_IF_ERROR(check_json_depth(text.data(), text.data() + text.size(), what));
   try {
     *out = json::parse(text);
   } catch (const json::exception& e) {
@@ -38,12 +41,16 @@ Status parse_object(const std::string& text, const std::string& what, json* out)
   return Status::ok();
 }
 
-// A required positive integer field.
-Status positive(const json& j, const char* key, const std::string& what, std::int64_t* out) {
+// A required positive integer field, at most `max`.
+Status positive(const json& j, const char* key, const std::string& what, std::int64_t max, std::int64_t* out) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return parse_error(what, fmt::format("no {}", key));
-  if (!it->is_number_integer() || it->get<std::int64_t>() <= 0)
+  // An unsigned value past INT64_MAX would read as negative: it is over the limit, said so.
+  const bool huge = it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(max);
+  if (!huge && (!it->is_number_integer() || it->get<std::int64_t>() <= 0))
     return parse_error(what, fmt::format("{} is {}, not a positive integer", key, it->dump()));
+  if (huge || it->get<std::int64_t>() > max)
+    return parse_error(what, fmt::format("{} is {}, over the limit of {}", key, it->dump(), max));
   *out = it->get<std::int64_t>();
   return Status::ok();
 }
@@ -58,14 +65,24 @@ Status number(const json& j, const char* key, const std::string& what, double* o
   return Status::ok();
 }
 
-std::string str(const json& j, const char* key) {
+// An optional string field ("" when absent or null).
+Status str(const json& j, const char* key, const std::string& what, std::string* out) {
+  out->clear();
   const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_string()) return parse_error(what, fmt::format("{} is {}, not a string", key, it->dump()));
+  *out = it->get<std::string>();
+  return Status::ok();
 }
 
-bool flag(const json& j, const char* key, bool dflt) {
+// An optional boolean field (`dflt` when absent or null).
+Status flag(const json& j, const char* key, const std::string& what, bool dflt, bool* out) {
+  *out = dflt;
   const auto it = j.find(key);
-  return it != j.end() && it->is_boolean() ? it->get<bool>() : dflt;
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_boolean()) return parse_error(what, fmt::format("{} is {}, not true or false", key, it->dump()));
+  *out = it->get<bool>();
+  return Status::ok();
 }
 
 }  // namespace
@@ -82,10 +99,13 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
   TUNABLE_RETURN_IF_ERROR(parse_object(text, what, &j));
   ModelConfig c;
   // Dispatch on architectures, else model_type.
-  const std::string model_type = str(j, "model_type");
-  std::string arch;
-  if (const auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
-    arch = (*a)[0].get<std::string>();
+  std::string model_type, arch;
+  TUNABLE_RETURN_IF_ERROR(str(j, "model_type", what, &model_type));
+  if (const auto a = j.find("architectures"); a != j.end() && !a->is_null()) {
+    if (!a->is_array() || (!a->empty() && !(*a)[0].is_string()))
+      return parse_error(what, fmt::format("architectures is {}, not a list of names", a->dump()));
+    if (!a->empty()) arch = (*a)[0].get<std::string>();
+  }
   const Arch* found = nullptr;
   for (const Arch& x : kArchs)
     if ((!arch.empty() && arch == x.architecture) || (arch.empty() && model_type == x.model_type)) found = &x;
@@ -96,19 +116,19 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
                               what, arch, model_type));
   c.family = found->family;
   c.architecture = found->architecture;
-  TUNABLE_RETURN_IF_ERROR(positive(j, "vocab_size", what, &c.vocab_size));
-  TUNABLE_RETURN_IF_ERROR(positive(j, "hidden_size", what, &c.hidden_size));
-  TUNABLE_RETURN_IF_ERROR(positive(j, "intermediate_size", what, &c.intermediate_size));
-  TUNABLE_RETURN_IF_ERROR(positive(j, "num_hidden_layers", what, &c.num_layers));
-  TUNABLE_RETURN_IF_ERROR(positive(j, "num_attention_heads", what, &c.num_heads));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "vocab_size", what, ConfigLimits::kVocabSize, &c.vocab_size));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "hidden_size", what, ConfigLimits::kHiddenSize, &c.hidden_size));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "intermediate_size", what, ConfigLimits::kIntermediateSize, &c.intermediate_size));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "num_hidden_layers", what, ConfigLimits::kLayers, &c.num_layers));
+  TUNABLE_RETURN_IF_ERROR(positive(j, "num_attention_heads", what, ConfigLimits::kHeads, &c.num_heads));
   c.num_kv_heads = c.num_heads;
   if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null())
-    TUNABLE_RETURN_IF_ERROR(positive(j, "num_key_value_heads", what, &c.num_kv_heads));
+    TUNABLE_RETURN_IF_ERROR(positive(j, "num_key_value_heads", what, ConfigLimits::kHeads, &c.num_kv_heads));
   if (c.num_heads % c.num_kv_heads != 0)
     return parse_error(what, fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
                                          c.num_heads, c.num_kv_heads));
   if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    TUNABLE_RETURN_IF_ERROR(positive(j, "head_dim", what, &c.head_dim));
+    TUNABLE_RETURN_IF_ERROR(positive(j, "head_dim", what, ConfigLimits::kHeadDim, &c.head_dim));
   } else {
     if (c.hidden_size % c.num_heads != 0)
       return parse_error(what, fmt::format("hidden_size {} is not a multiple of num_attention_heads {} (and no "
@@ -117,17 +137,18 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
   }
   if (c.head_dim % 2 != 0) return parse_error(what, fmt::format("head_dim {} is odd: RoPE rotates pairs", c.head_dim));
   c.max_position_embeddings = 2048;
-  if (j.contains("max_position_embeddings"))
-    TUNABLE_RETURN_IF_ERROR(positive(j, "max_position_embeddings", what, &c.max_position_embeddings));
+  if (j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null())
+    TUNABLE_RETURN_IF_ERROR(positive(j, "max_position_embeddings", what, ConfigLimits::kPositions, &c.max_position_embeddings));
   TUNABLE_RETURN_IF_ERROR(number(j, "rms_norm_eps", what, &c.rms_norm_eps));
   TUNABLE_RETURN_IF_ERROR(number(j, "rope_theta", what, &c.rope_theta));
-  c.torch_dtype = str(j, "torch_dtype");
-  if (c.torch_dtype.empty()) c.torch_dtype = str(j, "dtype");
+  TUNABLE_RETURN_IF_ERROR(str(j, "torch_dtype", what, &c.torch_dtype));
+  if (c.torch_dtype.empty()) TUNABLE_RETURN_IF_ERROR(str(j, "dtype", what, &c.torch_dtype));
 
   // The activation: Llama / Mistral / Qwen2 SiLU, Gemma GELU-tanh (Gemma's checkpoints say "gelu"
   // and transformers runs it as the tanh approximation).
-  std::string act = str(j, "hidden_activation");
-  if (act.empty()) act = str(j, "hidden_act");
+  std::string act;
+  TUNABLE_RETURN_IF_ERROR(str(j, "hidden_activation", what, &act));
+  if (act.empty()) TUNABLE_RETURN_IF_ERROR(str(j, "hidden_act", what, &act));
   if (act.empty()) act = c.family == Family::kGemma ? "gelu_pytorch_tanh" : "silu";
   if (act == "silu" || act == "swish") c.gelu_tanh = false;
   else if (act == "gelu_pytorch_tanh" || act == "gelu_tanh" || (act == "gelu" && c.family == Family::kGemma))
@@ -149,8 +170,9 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
         return Status(StatusCode::kNotSupported,
                       fmt::format("{}: {} per layer type ('{}') is not supported", what, rope_key, it.key()));
     TUNABLE_RETURN_IF_ERROR(number(*rs, "rope_theta", what, &c.rope_theta));
-    std::string type = str(*rs, "rope_type");
-    if (type.empty()) type = str(*rs, "type");
+    std::string type;
+    TUNABLE_RETURN_IF_ERROR(str(*rs, "rope_type", what, &type));
+    if (type.empty()) TUNABLE_RETURN_IF_ERROR(str(*rs, "type", what, &type));
     if (type.empty()) type = "default";
     if (type == "llama3") {
       c.rope_scaling.llama3 = true;
@@ -158,7 +180,7 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
       TUNABLE_RETURN_IF_ERROR(number(*rs, "low_freq_factor", what, &c.rope_scaling.low_freq_factor));
       TUNABLE_RETURN_IF_ERROR(number(*rs, "high_freq_factor", what, &c.rope_scaling.high_freq_factor));
       if (rs->contains("original_max_position_embeddings"))
-        TUNABLE_RETURN_IF_ERROR(positive(*rs, "original_max_position_embeddings", what,
+        TUNABLE_RETURN_IF_ERROR(positive(*rs, "original_max_position_embeddings", what, ConfigLimits::kPositions,
                                          &c.rope_scaling.original_max_position_embeddings));
       if (c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor)
         return parse_error(what, fmt::format("{}: high_freq_factor must exceed low_freq_factor", rope_key));
@@ -167,17 +189,52 @@ Status parse_model_config(const std::string& text, const std::string& what, Mode
                     fmt::format("{}: {} type '{}' is not supported (llama3 or none)", what, rope_key, type));
     }
   }
-  c.tie_word_embeddings = flag(j, "tie_word_embeddings", c.family == Family::kGemma);
-  c.qkv_bias = c.family == Family::kQwen2 ? true : flag(j, "attention_bias", false);
-  c.o_bias = c.family != Family::kQwen2 && flag(j, "attention_bias", false);
-  if (flag(j, "mlp_bias", false))
+  bool attention_bias = false, mlp_bias = false, use_sliding_window = true;
+  TUNABLE_RETURN_IF_ERROR(flag(j, "tie_word_embeddings", what, c.family == Family::kGemma, &c.tie_word_embeddings));
+  TUNABLE_RETURN_IF_ERROR(flag(j, "attention_bias", what, false, &attention_bias));
+  TUNABLE_RETURN_IF_ERROR(flag(j, "mlp_bias", what, false, &mlp_bias));
+  TUNABLE_RETURN_IF_ERROR(flag(j, "use_sliding_window", what, true, &use_sliding_window));
+  c.qkv_bias = c.family == Family::kQwen2 || attention_bias;
+  c.o_bias = c.family != Family::kQwen2 && attention_bias;
+  if (mlp_bias)
     return Status(StatusCode::kNotSupported, fmt::format("{}: mlp_bias is not supported", what));
   c.gemma_norm = c.family == Family::kGemma;
   c.scale_embeddings = c.family == Family::kGemma;
   // Qwen2 configs carry a sliding_window that applies only with use_sliding_window: true.
-  if (const auto sw = j.find("sliding_window"); sw != j.end() && sw->is_number_integer() && flag(j, "use_sliding_window", true))
-    c.sliding_window = *sw;
+  // 0 and null both mean none.
+  if (const auto sw = j.find("sliding_window");
+      sw != j.end() && !sw->is_null() && !(sw->is_number_integer() && *sw == 0) && use_sliding_window)
+    TUNABLE_RETURN_IF_ERROR(positive(j, "sliding_window", what, ConfigLimits::kPositions, &c.sliding_window));
   *out = c;
+  return Status::ok();
+}
+
+Status check_config_against_tensors(const ModelConfig& c,
+                                    const std::map<std::string, std::vector<std::int64_t>>& present,
+                                    const std::string& config_what) {
+  // Layers the tensors hold: one more than the largest N of "model.layers.N." (digits only, so a
+  // name cannot make the count overflow).
+  std::int64_t layers = 0;
+  const std::string prefix = "model.layers.";
+  for (const auto& [name, shape] : present) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::int64_t n = 0;
+    std::size_t i = prefix.size(), digits = 0;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 10; ++i, ++digits) n = n * 10 + (name[i] - '0');
+    if (digits > 0 && i < name.size() && name[i] == '.') layers = std::max(layers, n + 1);
+  }
+  if (layers != c.num_layers)
+    return parse_error(config_what, fmt::format("num_hidden_layers is {}, but the checkpoint's tensors hold {} layers",
+                                                c.num_layers, layers));
+  const auto emb = present.find("model.embed_tokens.weight");
+  if (emb != present.end() && emb->second.size() == 2) {
+    if (emb->second[0] != c.vocab_size)
+      return parse_error(config_what, fmt::format("vocab_size is {}, but model.embed_tokens.weight has {} rows",
+                                                  c.vocab_size, emb->second[0]));
+    if (emb->second[1] != c.hidden_size)
+      return parse_error(config_what, fmt::format("hidden_size is {}, but model.embed_tokens.weight has {} columns",
+                                                  c.hidden_size, emb->second[1]));
+  }
   return Status::ok();
 }
 

@@ -39,9 +39,31 @@ struct ModelConfig {
   std::int64_t sliding_window = 0;  ///< Mistral's, 0 when none
 };
 
+/// Plausibility limits on config.json's sizes: far above any released model (the largest have
+/// vocabularies near 2^18, hidden sizes near 2^14, 128 layers and heads, head_dim 256), and low enough
+/// that every product the engine forms from them stays far inside 64 bits and that the list of
+/// expected tensors stays small. A larger value is an error naming the field and its limit.
+struct ConfigLimits {
+  static constexpr std::int64_t kVocabSize = 1 << 24;
+  static constexpr std::int64_t kHiddenSize = 1 << 16;
+  static constexpr std::int64_t kIntermediateSize = 1 << 20;
+  static constexpr std::int64_t kLayers = 1024;
+  static constexpr std::int64_t kHeads = 1024;
+  static constexpr std::int64_t kHeadDim = 1024;
+  static constexpr std::int64_t kPositions = 1 << 24;  ///< max_position_embeddings, sliding_window
+};
+
 /// Parses config.json text; `what` names the file in messages. kNotSupported for an architecture or
-/// feature outside the families above, kParseError for a missing or malformed field.
+/// feature outside the families above, kParseError for a missing or malformed field, a value over
+/// its ConfigLimits, or JSON nested deeper than kMaxJsonDepth.
 Status parse_model_config(const std::string& text, const std::string& what, ModelConfig* out);
+
+/// The configuration against the checkpoint's tensors (name -> shape) before anything is built from
+/// it: num_hidden_layers against the layers the tensors hold, vocab_size and hidden_size against the
+/// embeddings. Errors name `config_what` (the config file) and the field.
+Status check_config_against_tensors(const ModelConfig& c,
+                                    const std::map<std::string, std::vector<std::int64_t>>& present,
+                                    const std::string& config_what);
 
 /// Name -> shape of every tensor a checkpoint of `c` holds (lm_head.weight absent when tied).
 std::map<std::string, std::vector<std::int64_t>> expected_tensors(const ModelConfig& c);

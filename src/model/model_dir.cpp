@@ -3,36 +3,28 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace tunable::model {
 namespace {
 
-bool exists(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0;
+// Whether `p` exists; an error other than absence (no permission, a symbolic-link loop) is
+// reported as itself, never as "missing".
+Status exists(const std::string& p, bool* yes) {
+  std::string why;
+  const PathState s = probe_path(p, &why);
+  if (s == PathState::kError) return path_error(p, why);
+  *yes = s == PathState::kPresent;
+  return Status::ok();
 }
 
 /// A small JSON file: regular (a FIFO named config.json must not block the loader) and at most
 /// 64 MiB.
 Status read_text(const std::string& path, std::string* out) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status(StatusCode::kIoError, fmt::format("cannot read '{}'", path));
-  if (!S_ISREG(st.st_mode)) return Status(StatusCode::kIoError, fmt::format("'{}' is not a regular file", path));
-  if (st.st_size > (64 << 20))
-    return Status(StatusCode::kParseError, fmt::format("'{}' is {} bytes; a config file is at most 64 MiB", path,
-                                                       static_cast<long long>(st.st_size)));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status(StatusCode::kIoError, fmt::format("cannot read '{}'", path));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return Status(StatusCode::kIoError, fmt::format("reading '{}' failed", path));
-  *out = ss.str();
-  return Status::ok();
+  return read_regular_file(path, 64u << 20, "a config file", out);
 }
 
 }  // namespace
@@ -42,13 +34,18 @@ Status open_model_dir(const std::string& dir, ModelDir* out) {
   ModelDir m;
   m.path = dir;
   const std::string cfg_path = dir + "/config.json";
-  if (!exists(cfg_path)) return Status(StatusCode::kIoError, fmt::format("{}: no config.json", dir));
+  bool found = false;
+  TUNABLE_RETURN_IF_ERROR(exists(dir, &found));
+  if (!found) return Status(StatusCode::kIoError, fmt::format("{}: no such directory", dir));
+  TUNABLE_RETURN_IF_ERROR(exists(cfg_path, &found));
+  if (!found) return Status(StatusCode::kIoError, fmt::format("{}: no config.json", dir));
   std::string text;
   TUNABLE_RETURN_IF_ERROR(read_text(cfg_path, &text));
   TUNABLE_RETURN_IF_ERROR(parse_model_config(text, cfg_path, &m.config));
   TUNABLE_RETURN_IF_ERROR(parse_special_tokens(text, cfg_path, &m.tokens));
   const std::string gen_path = dir + "/generation_config.json";
-  if (exists(gen_path)) {
+  TUNABLE_RETURN_IF_ERROR(exists(gen_path, &found));
+  if (found) {
     std::string gen_text;
     SpecialTokens gen;
     TUNABLE_RETURN_IF_ERROR(read_text(gen_path, &gen_text));
@@ -60,12 +57,15 @@ Status open_model_dir(const std::string& dir, ModelDir* out) {
   // The shards and which tensors each must hold.
   std::map<std::string, std::set<std::string>> shard_tensors;  // file -> names the index gives it
   const std::string single = dir + "/model.safetensors", index = dir + "/model.safetensors.index.json";
-  if (exists(index)) {
+  bool have_index = false, have_single = false;
+  TUNABLE_RETURN_IF_ERROR(exists(index, &have_index));
+  TUNABLE_RETURN_IF_ERROR(exists(single, &have_single));
+  if (have_index) {
     std::map<std::string, std::string> wm;
     TUNABLE_RETURN_IF_ERROR(read_text(index, &text));
     TUNABLE_RETURN_IF_ERROR(parse_safetensors_index(text, index, &wm));
     for (const auto& [name, file] : wm) shard_tensors[file].insert(name);
-  } else if (exists(single)) {
+  } else if (have_single) {
     shard_tensors["model.safetensors"];
   } else {
     return Status(StatusCode::kIoError,
@@ -75,7 +75,8 @@ Status open_model_dir(const std::string& dir, ModelDir* out) {
   std::set<StDtype> dtypes;
   for (const auto& [file, names] : shard_tensors) {
     const std::string path = dir + "/" + file;
-    if (!exists(path)) return Status(StatusCode::kIoError, fmt::format("{}: shard '{}' does not exist", index, file));
+    TUNABLE_RETURN_IF_ERROR(exists(path, &found));
+    if (!found) return Status(StatusCode::kIoError, fmt::format("{}: shard '{}' does not exist", index, file));
     std::unique_ptr<SafetensorsFile> f;
     TUNABLE_RETURN_IF_ERROR(SafetensorsFile::open(path, &f));
     for (const std::string& n : names)
@@ -97,6 +98,7 @@ Status open_model_dir(const std::string& dir, ModelDir* out) {
     }
     m.files.push_back(std::move(f));
   }
+  TUNABLE_RETURN_IF_ERROR(check_config_against_tensors(m.config, shapes, cfg_path));
   TUNABLE_RETURN_IF_ERROR(check_tensors(m.config, shapes, dir));
   if (dtypes.size() > 1)
     return Status(StatusCode::kNotSupported, fmt::format("{}: the weights mix dtypes; one of BF16, F16, F32 expected", dir));

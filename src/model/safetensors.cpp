@@ -14,6 +14,8 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/json_depth.hpp"
 
 namespace tunable::model {
 namespace {
@@ -35,6 +37,36 @@ constexpr DtypeName kDtypes[] = {
 Status bad(const std::string& what, const std::string& msg) {
   return Status(StatusCode::kParseError, fmt::format("{}: {}", what, msg));
 }
+
+// Counts the top-level keys of a JSON text and finds the first repeated one, stopping past the
+// entry limit.
+struct TopLevelKeys : nlohmann::json_sax<json> {
+  int depth = 0;
+  std::uint64_t entries = 0;
+  std::set<std::string> seen;
+  std::string duplicate, error;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth, true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return ++depth, true; }
+  bool end_array() override { return --depth, true; }
+  bool key(string_t& k) override {
+    if (depth != 1) return true;
+    if (++entries > kMaxHeaderEntries) return false;
+    if (!seen.insert(k).second && duplicate.empty()) duplicate = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error = e.what();
+    return false;
+  }
+};
 
 // A JSON value's text for a message, cut short.
 std::string shown(const json& v) {
@@ -73,24 +105,24 @@ Status parse_safetensors(const unsigned char* bytes, std::size_t size, const std
     return bad(what, fmt::format("header length {} runs past the end of the file ({} bytes)", n, size));
   const std::uint64_t data_size = size - 8 - n;
 
-  // Parse with a callback that sees every top-level key: JSON objects keep one value per key, and a
-  // repeated tensor name must be an error, not a silent overwrite.
-  std::set<std::string> seen;
-  std::string duplicate;
-  const json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1) {
-      const std::string k = parsed.get<std::string>();
-      if (!seen.insert(k).second && duplicate.empty()) duplicate = k;
-    }
-    return true;
-  };
+  TUNABLE_RETURN_IF_ERROR(check_json_depth(reinterpret_cast<const char*>(bytes + 8),
+                                            reinterpret_cast<const char*>(bytes + 8 + n), what));
+  // A first pass over the top-level keys: JSON objects keep one value per key, and a repeated
+  // tensor name must be an error, not a silent overwrite. (The JSON library's parser callback,
+  // which could see them too, rescans the whole object after every entry: quadratic.)
+  TopLevelKeys keys;
+  const bool syntax_ok = json::sax_parse(bytes + 8, bytes + 8 + n, &keys);
+  if (keys.entries > kMaxHeaderEntries)
+    return bad(what, fmt::format("the header has more than {} entries; the limit is {}", kMaxHeaderEntries,
+                                 kMaxHeaderEntries));
+  if (!syntax_ok) return bad(what, fmt::format("the header is not valid JSON: {}", keys.error));
+  if (!keys.duplicate.empty()) return bad(what, fmt::format("tensor '{}' appears twice in the header", keys.duplicate));
   json h;
   try {
-    h = json::parse(bytes + 8, bytes + 8 + n, cb);
+    h = json::parse(bytes + 8, bytes + 8 + n);
   } catch (const json::exception& e) {
     return bad(what, fmt::format("the header is not valid JSON: {}", e.what()));
   }
-  if (!duplicate.empty()) return bad(what, fmt::format("tensor '{}' appears twice in the header", duplicate));
   if (!h.is_object()) return bad(what, "the header is not a JSON object");
 
   std::vector<StTensor> ts;
@@ -168,16 +200,12 @@ Status parse_safetensors(const unsigned char* bytes, std::size_t size, const std
 
 Status SafetensorsFile::open(const std::string& path, std::unique_ptr<SafetensorsFile>* out) {
   if (out == nullptr) return Status(StatusCode::kInvalidArgument, "SafetensorsFile::open: null output");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kIoError, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status(StatusCode::kIoError, fmt::format("'{}' is not a regular file", path));
-  }
+  int fd = -1;
+  std::size_t size = 0;
+  TUNABLE_RETURN_IF_ERROR(open_regular_file(path, &fd, &size));
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
-  f->size_ = static_cast<std::size_t>(st.st_size);
+  f->size_ = size;
   if (f->size_ > 0) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

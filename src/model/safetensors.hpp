@@ -39,9 +39,13 @@ struct StHeader {
 
 /// Largest header accepted (the format's reference implementation caps it at 100 MB).
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;
+/// Most entries (tensors and __metadata__) a header may have. The largest checkpoints hold a few
+/// thousand tensors per file; 100 MB of header could otherwise name 1.5 million.
+constexpr std::uint64_t kMaxHeaderEntries = 100000;
 
 /// Parses and validates the first `size` bytes of a file named `what` (for messages): the header
-/// length against the file, the JSON, every entry's dtype, shape and offsets (inside the data,
+/// length against the file, the JSON (nested at most kMaxJsonDepth deep, at most kMaxHeaderEntries
+/// entries), every entry's dtype, shape and offsets (inside the data,
 /// matching shape x dtype, no two tensors sharing a byte), duplicate names. Never throws.
 Status parse_safetensors(const unsigned char* bytes, std::size_t size, const std::string& what, StHeader* out);
 
