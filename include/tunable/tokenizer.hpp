@@ -29,6 +29,10 @@ class Tokenizer {
   static Status load_sentencepiece(const std::string& path, std::unique_ptr<Tokenizer>* out);
 
   virtual ~Tokenizer() = default;
+  /// The longest text `encode` takes (16 MiB, some 4 million tokens: far past any context length);
+  /// longer text is kInvalidArgument naming both sizes, so a request body cannot make the tokenizer
+  /// allocate without bound.
+  static constexpr std::size_t kMaxTextBytes = std::size_t{16} << 20;
   /// add_special_tokens: the post-processor's tokens (e.g. a leading BOS), as `encode` adds them.
   virtual Status encode(std::string_view text, bool add_special_tokens, std::vector<std::int32_t>* ids) const = 0;
   /// Ids to text (invalid UTF-8 from byte tokens becomes U+FFFD); an id outside the vocabulary is

@@ -27,6 +27,8 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/json_depth.hpp"
 #include "tokenizer/hf_tokenizer.hpp"
 #include "tokenizer/utf8.hpp"
 
@@ -35,6 +37,10 @@ namespace {
 
 using json = nlohmann::json;
 
+/// Token ids above this are refused: the id -> token table is as long as the largest id, and the
+/// largest vocabularies hold about 2^18 tokens.
+constexpr std::int64_t kMaxTokenId = (1 << 22) - 1;
+
 Status bad(const std::string& what, const std::string& msg) {
   return Status(StatusCode::kParseError, fmt::format("{}: {}", what, msg));
 }
@@ -42,9 +48,90 @@ Status unsupported(const std::string& what, const std::string& msg) {
   return Status(StatusCode::kNotSupported, fmt::format("{}: {}", what, msg));
 }
 
-std::string str_field(const json& j, const char* k) {
-  const auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+// A JSON value's text for a message, cut short.
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+/// A value of tokenizer.json and its path from the root ("pre_tokenizer.pretokenizers[1]"), read
+/// through typed accessors whose errors name the file and the field: a member of the wrong type is
+/// an error, never an exception or a silent default. Absent and null members leave the caller's
+/// default.
+struct Node {
+  const json& j;
+  std::string path;
+  const std::string& what;
+
+  std::string at(const std::string& key) const { return path.empty() ? key : path + "." + key; }
+  Status error(const std::string& key, const std::string& msg) const { return bad(what, at(key) + " " + msg); }
+  const json* member(const char* key) const {
+    if (!j.is_object()) return nullptr;
+    const auto it = j.find(key);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+  }
+  Node child(const json& v, const std::string& sub) const { return Node{v, at(sub), what}; }
+  Status string(const char* key, std::string* out) const {
+    const json* v = member(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_string()) return error(key, fmt::format("is {}, not a string", shown(*v)));
+    *out = v->get<std::string>();
+    return Status::ok();
+  }
+  Status boolean(const char* key, bool* out) const {
+    const json* v = member(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_boolean()) return error(key, fmt::format("is {}, not true or false", shown(*v)));
+    *out = v->get<bool>();
+    return Status::ok();
+  }
+  Status integer(const char* key, std::int64_t lo, std::int64_t hi, std::int64_t* out) const {
+    const json* v = member(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_number_integer() || (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) ||
+        v->get<std::int64_t>() < lo || v->get<std::int64_t>() > hi)
+      return error(key, fmt::format("is {}, not an integer in [{}, {}]", shown(*v), lo, hi));
+    *out = v->get<std::int64_t>();
+    return Status::ok();
+  }
+  /// A list member (null when absent); anything else is an error.
+  Status array(const char* key, const json** out) const {
+    *out = member(key);
+    if (*out != nullptr && !(*out)->is_array()) return error(key, fmt::format("is {}, not a list", shown(**out)));
+    return Status::ok();
+  }
+  /// An object member (null when absent); anything else is an error.
+  Status object(const char* key, const json** out) const {
+    *out = member(key);
+    if (*out != nullptr && !(*out)->is_object()) return error(key, fmt::format("is {}, not an object", shown(**out)));
+    return Status::ok();
+  }
+};
+
+/// A component's "pattern": {"String": s} or {"Regex": r}.
+Status pattern_of(const Node& n, std::string* text, bool* regex) {
+  const json* p = nullptr;
+  TUNABLE_RETURN_IF_ERROR(n.object("pattern", &p));
+  if (p == nullptr) return n.error("pattern", "is missing (String or Regex)");
+  const Node pn = n.child(*p, "pattern");
+  if (p->contains("Regex")) {
+    *regex = true;
+    TUNABLE_RETURN_IF_ERROR(pn.string("Regex", text));
+    return Status::ok();
+  }
+  *regex = false;
+  if (!p->contains("String")) return n.error("pattern", "has neither String nor Regex");
+  return pn.string("String", text);
+}
+
+/// A member that the `tokenizers` library holds as one character (Rust's char).
+Status one_char(const Node& n, const char* key, std::string* out) {
+  std::string v = *out;
+  TUNABLE_RETURN_IF_ERROR(n.string(key, &v));
+  if (utf8_chars(utf8_lossy(v)).size() != 1 || utf8_lossy(v) != v)
+    return n.error(key, fmt::format("is '{}', not one character", v));
+  *out = v;
+  return Status::ok();
 }
 
 // GPT-2's byte <-> printable-character table of the ByteLevel pre-tokenizer and decoder.
@@ -232,35 +319,34 @@ struct UnicodeNorm : Normalizer {
   }
 };
 
-Status parse_normalizer(const json& j, const std::string& what, std::unique_ptr<Normalizer>* out) {
-  if (j.is_null()) return Status::ok();
-  if (!j.is_object()) return bad(what, "normalizer is not an object");
-  const std::string type = str_field(j, "type");
+Status parse_normalizer(const Node& n, std::unique_ptr<Normalizer>* out) {
+  if (n.j.is_null()) return Status::ok();
+  if (!n.j.is_object()) return bad(n.what, fmt::format("{} is {}, not an object", n.path, shown(n.j)));
+  std::string type;
+  TUNABLE_RETURN_IF_ERROR(n.string("type", &type));
   if (type == "Sequence") {
     auto s = std::make_unique<SequenceNorm>();
-    const auto it = j.find("normalizers");
-    if (it == j.end() || !it->is_array()) return bad(what, "Sequence normalizer without a normalizers list");
-    for (const json& x : *it) {
-      std::unique_ptr<Normalizer> n;
-      TUNABLE_RETURN_IF_ERROR(parse_normalizer(x, what, &n));
-      if (n) s->parts.push_back(std::move(n));
+    const json* list = nullptr;
+    TUNABLE_RETURN_IF_ERROR(n.array("normalizers", &list));
+    if (list == nullptr) return n.error("normalizers", "is missing (a Sequence normalizer needs the list)");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      std::unique_ptr<Normalizer> x;
+      TUNABLE_RETURN_IF_ERROR(parse_normalizer(n.child((*list)[i], fmt::format("normalizers[{}]", i)), &x));
+      if (x) s->parts.push_back(std::move(x));
     }
     *out = std::move(s);
   } else if (type == "Prepend") {
     auto p = std::make_unique<PrependNorm>();
-    p->text = str_field(j, "prepend");
+    TUNABLE_RETURN_IF_ERROR(n.string("prepend", &p->text));
     *out = std::move(p);
   } else if (type == "Replace") {
     auto r = std::make_unique<ReplaceNorm>();
-    r->to = str_field(j, "content");
-    const json pat = j.value("pattern", json());
-    if (pat.contains("String")) {
-      r->from = pat["String"].get<std::string>();
-    } else if (pat.contains("Regex")) {
-      TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["Regex"].get<std::string>(), false, what, &r->regex));
-    } else {
-      return bad(what, "Replace normalizer without a String or Regex pattern");
-    }
+    TUNABLE_RETURN_IF_ERROR(n.string("content", &r->to));
+    std::string pat;
+    bool regex = false;
+    TUNABLE_RETURN_IF_ERROR(pattern_of(n, &pat, &regex));
+    if (regex) TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat, false, n.what, &r->regex));
+    else r->from = pat;
     *out = std::move(r);
   } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
     UErrorCode e = U_ZERO_ERROR;
@@ -269,10 +355,10 @@ Status parse_normalizer(const json& j, const std::string& what, std::unique_ptr<
          : type == "NFD" ? icu::Normalizer2::getNFDInstance(e)
          : type == "NFKC" ? icu::Normalizer2::getNFKCInstance(e)
                           : icu::Normalizer2::getNFKDInstance(e);
-    if (U_FAILURE(e)) return unsupported(what, fmt::format("{} normalization is unavailable ({})", type, u_errorName(e)));
+    if (U_FAILURE(e)) return unsupported(n.what, fmt::format("{} normalization is unavailable ({})", type, u_errorName(e)));
     *out = std::move(u);
   } else {
-    return unsupported(what, fmt::format("normalizer type '{}' is not supported (Sequence, Prepend, Replace, NFC, "
+    return unsupported(n.what, fmt::format("normalizer type '{}' is not supported (Sequence, Prepend, Replace, NFC, "
                                          "NFD, NFKC, NFKD)", type));
   }
   return Status::ok();
@@ -392,24 +478,27 @@ struct DigitsPre : PreTokenizer {
   }
 };
 
-Status parse_pre_tokenizer(const json& j, const std::string& what, bool* byte_level, std::unique_ptr<PreTokenizer>* out) {
-  if (j.is_null()) return Status::ok();
-  if (!j.is_object()) return bad(what, "pre_tokenizer is not an object");
-  const std::string type = str_field(j, "type");
+Status parse_pre_tokenizer(const Node& n, bool* byte_level, std::unique_ptr<PreTokenizer>* out) {
+  if (n.j.is_null()) return Status::ok();
+  if (!n.j.is_object()) return bad(n.what, fmt::format("{} is {}, not an object", n.path, shown(n.j)));
+  const std::string& what = n.what;
+  std::string type;
+  TUNABLE_RETURN_IF_ERROR(n.string("type", &type));
   if (type == "Sequence") {
     auto s = std::make_unique<SequencePre>();
-    const auto it = j.find("pretokenizers");
-    if (it == j.end() || !it->is_array()) return bad(what, "Sequence pre_tokenizer without a pretokenizers list");
-    for (const json& x : *it) {
+    const json* list = nullptr;
+    TUNABLE_RETURN_IF_ERROR(n.array("pretokenizers", &list));
+    if (list == nullptr) return n.error("pretokenizers", "is missing (a Sequence pre_tokenizer needs the list)");
+    for (std::size_t i = 0; i < list->size(); ++i) {
       std::unique_ptr<PreTokenizer> p;
-      TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(x, what, byte_level, &p));
+      TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(n.child((*list)[i], fmt::format("pretokenizers[{}]", i)), byte_level, &p));
       if (p) s->parts.push_back(std::move(p));
     }
     *out = std::move(s);
   } else if (type == "Split") {
     auto s = std::make_unique<SplitPre>();
-    const json pat = j.value("pattern", json());
-    const std::string behavior = str_field(j, "behavior");
+    std::string behavior;
+    TUNABLE_RETURN_IF_ERROR(n.string("behavior", &behavior));
     static const std::pair<const char*, SplitBehavior> kBehaviors[] = {
         {"Removed", SplitBehavior::kRemoved},
         {"Isolated", SplitBehavior::kIsolated},
@@ -422,32 +511,35 @@ Status parse_pre_tokenizer(const json& j, const std::string& what, bool* byte_le
     if (!known)
       return bad(what, fmt::format("Split behavior '{}' is not one of Removed, Isolated, MergedWithPrevious, "
                                    "MergedWithNext, Contiguous", behavior));
-    s->invert = j.value("invert", false);
-    if (pat.contains("Regex"))
-      TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["Regex"].get<std::string>(), false, what, &s->pattern));
-    else if (pat.contains("String"))
-      TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat["String"].get<std::string>(), true, what, &s->pattern));
-    else
-      return bad(what, "Split pre_tokenizer without a String or Regex pattern");
+    TUNABLE_RETURN_IF_ERROR(n.boolean("invert", &s->invert));
+    std::string pat;
+    bool regex = false;
+    TUNABLE_RETURN_IF_ERROR(pattern_of(n, &pat, &regex));
+    TUNABLE_RETURN_IF_ERROR(Pattern::compile(pat, !regex, what, &s->pattern));
     *out = std::move(s);
   } else if (type == "ByteLevel") {
     auto b = std::make_unique<ByteLevelPre>();
-    b->add_prefix_space = j.value("add_prefix_space", false);
-    if (j.value("use_regex", true)) TUNABLE_RETURN_IF_ERROR(Pattern::compile(kGpt2Pattern, false, what, &b->gpt2));
+    bool use_regex = true;
+    TUNABLE_RETURN_IF_ERROR(n.boolean("add_prefix_space", &b->add_prefix_space));
+    TUNABLE_RETURN_IF_ERROR(n.boolean("use_regex", &use_regex));
+    if (use_regex) TUNABLE_RETURN_IF_ERROR(Pattern::compile(kGpt2Pattern, false, what, &b->gpt2));
     *byte_level = true;
     *out = std::move(b);
   } else if (type == "Metaspace") {
     auto m = std::make_unique<MetaspacePre>();
-    if (j.contains("replacement") && j["replacement"].is_string()) m->replacement = j["replacement"].get<std::string>();
-    if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) m->prepend_scheme = j["prepend_scheme"].get<std::string>();
-    else if (j.contains("add_prefix_space")) m->prepend_scheme = j.value("add_prefix_space", true) ? "always" : "never";
+    // An empty replacement made the word split loop forever, growing its output.
+    TUNABLE_RETURN_IF_ERROR(one_char(n, "replacement", &m->replacement));
+    bool add_prefix_space = true;
+    TUNABLE_RETURN_IF_ERROR(n.boolean("add_prefix_space", &add_prefix_space));
+    if (n.member("prepend_scheme")) TUNABLE_RETURN_IF_ERROR(n.string("prepend_scheme", &m->prepend_scheme));
+    else if (n.member("add_prefix_space")) m->prepend_scheme = add_prefix_space ? "always" : "never";
     if (m->prepend_scheme != "always" && m->prepend_scheme != "first" && m->prepend_scheme != "never")
       return bad(what, fmt::format("Metaspace prepend_scheme '{}'", m->prepend_scheme));
-    m->split = j.value("split", true);
+    TUNABLE_RETURN_IF_ERROR(n.boolean("split", &m->split));
     *out = std::move(m);
   } else if (type == "Digits") {
     auto d = std::make_unique<DigitsPre>();
-    d->individual = j.value("individual_digits", false);
+    TUNABLE_RETURN_IF_ERROR(n.boolean("individual_digits", &d->individual));
     *out = std::move(d);
   } else {
     return unsupported(what, fmt::format("pre_tokenizer type '{}' is not supported (Sequence, Split, ByteLevel, "
@@ -570,26 +662,29 @@ struct MetaspaceDec : Decoder {
   }
 };
 
-Status parse_decoder(const json& j, const std::string& what, std::unique_ptr<Decoder>* out) {
-  if (j.is_null()) return Status::ok();
-  if (!j.is_object()) return bad(what, "decoder is not an object");
-  const std::string type = str_field(j, "type");
+Status parse_decoder(const Node& n, std::unique_ptr<Decoder>* out) {
+  if (n.j.is_null()) return Status::ok();
+  if (!n.j.is_object()) return bad(n.what, fmt::format("{} is {}, not an object", n.path, shown(n.j)));
+  const std::string& what = n.what;
+  std::string type;
+  TUNABLE_RETURN_IF_ERROR(n.string("type", &type));
   if (type == "Sequence") {
     auto s = std::make_unique<SequenceDec>();
-    const auto it = j.find("decoders");
-    if (it == j.end() || !it->is_array()) return bad(what, "Sequence decoder without a decoders list");
-    for (const json& x : *it) {
+    const json* list = nullptr;
+    TUNABLE_RETURN_IF_ERROR(n.array("decoders", &list));
+    if (list == nullptr) return n.error("decoders", "is missing (a Sequence decoder needs the list)");
+    for (std::size_t i = 0; i < list->size(); ++i) {
       std::unique_ptr<Decoder> d;
-      TUNABLE_RETURN_IF_ERROR(parse_decoder(x, what, &d));
+      TUNABLE_RETURN_IF_ERROR(parse_decoder(n.child((*list)[i], fmt::format("decoders[{}]", i)), &d));
       if (d) s->parts.push_back(std::move(d));
     }
     *out = std::move(s);
   } else if (type == "Replace") {
     auto r = std::make_unique<ReplaceDec>();
-    const json pat = j.value("pattern", json());
-    if (!pat.contains("String")) return unsupported(what, "Replace decoder with a Regex pattern is not supported");
-    r->from = pat["String"].get<std::string>();
-    r->to = str_field(j, "content");
+    bool regex = false;
+    TUNABLE_RETURN_IF_ERROR(pattern_of(n, &r->from, &regex));
+    if (regex) return unsupported(what, "Replace decoder with a Regex pattern is not supported");
+    TUNABLE_RETURN_IF_ERROR(n.string("content", &r->to));
     *out = std::move(r);
   } else if (type == "ByteFallback") {
     *out = std::make_unique<ByteFallbackDec>();
@@ -597,17 +692,23 @@ Status parse_decoder(const json& j, const std::string& what, std::unique_ptr<Dec
     *out = std::make_unique<FuseDec>();
   } else if (type == "Strip") {
     auto s = std::make_unique<StripDec>();
-    s->content = str_field(j, "content");
-    s->start = j.value("start", 0);
-    s->stop = j.value("stop", 0);
+    TUNABLE_RETURN_IF_ERROR(one_char(n, "content", &s->content));
+    std::int64_t start = 0, stop = 0;
+    TUNABLE_RETURN_IF_ERROR(n.integer("start", 0, 1 << 20, &start));
+    TUNABLE_RETURN_IF_ERROR(n.integer("stop", 0, 1 << 20, &stop));
+    s->start = static_cast<std::size_t>(start);
+    s->stop = static_cast<std::size_t>(stop);
     *out = std::move(s);
   } else if (type == "ByteLevel") {
     *out = std::make_unique<ByteLevelDec>();
   } else if (type == "Metaspace") {
     auto m = std::make_unique<MetaspaceDec>();
-    if (j.contains("replacement") && j["replacement"].is_string()) m->replacement = j["replacement"].get<std::string>();
-    const std::string scheme = str_field(j, "prepend_scheme");
-    m->strip_first = scheme.empty() ? j.value("add_prefix_space", true) : scheme != "never";
+    TUNABLE_RETURN_IF_ERROR(one_char(n, "replacement", &m->replacement));
+    std::string scheme;
+    bool add_prefix_space = true;
+    TUNABLE_RETURN_IF_ERROR(n.string("prepend_scheme", &scheme));
+    TUNABLE_RETURN_IF_ERROR(n.boolean("add_prefix_space", &add_prefix_space));
+    m->strip_first = scheme.empty() ? add_prefix_space : scheme != "never";
     *out = std::move(m);
   } else {
     return unsupported(what, fmt::format("decoder type '{}' is not supported (Sequence, Replace, ByteFallback, Fuse, "
@@ -660,30 +761,58 @@ class HfTokenizer final : public Tokenizer {
   mutable std::unordered_map<std::string, std::vector<std::int32_t>> cache_;
 };
 
-Status parse_post_processor(const json& j, const std::string& what, const std::function<std::int32_t(const std::string&)>& id_of,
-                            std::vector<std::int32_t>* prefix, std::vector<std::int32_t>* suffix) {
-  if (j.is_null()) return Status::ok();
-  const std::string type = str_field(j, "type");
+/// The post-processor's template around $A. `id_of` gives a token's id (-1: none), `is_token`
+/// whether an id is one of the vocabulary's: an id the model has no token for must not reach it.
+Status parse_post_processor(const Node& n, const std::function<std::int32_t(const std::string&)>& id_of,
+                            const std::function<bool(std::int64_t)>& is_token, std::vector<std::int32_t>* prefix,
+                            std::vector<std::int32_t>* suffix) {
+  if (n.j.is_null()) return Status::ok();
+  if (!n.j.is_object()) return bad(n.what, fmt::format("{} is {}, not an object", n.path, shown(n.j)));
+  const std::string& what = n.what;
+  std::string type;
+  TUNABLE_RETURN_IF_ERROR(n.string("type", &type));
   if (type == "Sequence") {
-    for (const json& x : j.value("processors", json::array())) TUNABLE_RETURN_IF_ERROR(parse_post_processor(x, what, id_of, prefix, suffix));
+    const json* list = nullptr;
+    TUNABLE_RETURN_IF_ERROR(n.array("processors", &list));
+    for (std::size_t i = 0; list && i < list->size(); ++i)
+      TUNABLE_RETURN_IF_ERROR(parse_post_processor(n.child((*list)[i], fmt::format("processors[{}]", i)), id_of,
+                                                   is_token, prefix, suffix));
     return Status::ok();
   }
   if (type == "ByteLevel") return Status::ok();  // offsets only
   if (type != "TemplateProcessing")
     return unsupported(what, fmt::format("post_processor type '{}' is not supported (TemplateProcessing, ByteLevel, "
                                          "Sequence)", type));
-  const json specials = j.value("special_tokens", json::object());
+  const json *specials = nullptr, *single = nullptr;
+  TUNABLE_RETURN_IF_ERROR(n.object("special_tokens", &specials));
+  TUNABLE_RETURN_IF_ERROR(n.array("single", &single));
   bool seen_a = false;
-  for (const json& item : j.value("single", json::array())) {
-    if (item.contains("Sequence")) {
-      if (item["Sequence"].value("id", "") != "A") return unsupported(what, "a single template over a sequence other than $A");
+  for (std::size_t i = 0; single && i < single->size(); ++i) {
+    const Node item = n.child((*single)[i], fmt::format("single[{}]", i));
+    const json *seq = nullptr, *special = nullptr;
+    TUNABLE_RETURN_IF_ERROR(item.object("Sequence", &seq));
+    TUNABLE_RETURN_IF_ERROR(item.object("SpecialToken", &special));
+    if (seq) {
+      std::string id;
+      TUNABLE_RETURN_IF_ERROR(item.child(*seq, "Sequence").string("id", &id));
+      if (id != "A") return unsupported(what, "a single template over a sequence other than $A");
       seen_a = true;
-    } else if (item.contains("SpecialToken")) {
-      const std::string name = item["SpecialToken"].value("id", "");
-      const auto sp = specials.find(name);
+    } else if (special) {
+      std::string name;
+      TUNABLE_RETURN_IF_ERROR(item.child(*special, "SpecialToken").string("id", &name));
       std::vector<std::int32_t> ids;
-      if (sp != specials.end() && sp->contains("ids")) {
-        for (const json& v : (*sp)["ids"]) ids.push_back(v.get<std::int32_t>());
+      const json* entry = specials ? n.child(*specials, "special_tokens").member(name.c_str()) : nullptr;
+      const json* given = nullptr;
+      const Node en = entry ? n.child(*specials, "special_tokens").child(*entry, name) : n;
+      if (entry) TUNABLE_RETURN_IF_ERROR(en.array("ids", &given));
+      if (given) {
+        for (std::size_t k = 0; k < given->size(); ++k) {
+          const json& v = (*given)[k];
+          if (!v.is_number_integer() || !is_token(v.get<std::int64_t>()) ||
+              (v.is_number_unsigned() && v.get<std::uint64_t>() > INT32_MAX))
+            return en.error(fmt::format("ids[{}]", k), fmt::format("is {}, not a token id of the vocabulary", shown(v)));
+          ids.push_back(v.get<std::int32_t>());
+        }
       } else {
         const std::int32_t id = id_of(name);
         if (id < 0) return bad(what, fmt::format("the template's special token '{}' has no id", name));
@@ -691,13 +820,14 @@ Status parse_post_processor(const json& j, const std::string& what, const std::f
       }
       (seen_a ? suffix : prefix)->insert((seen_a ? suffix : prefix)->end(), ids.begin(), ids.end());
     } else {
-      return bad(what, "a template item that is neither a Sequence nor a SpecialToken");
+      return bad(what, fmt::format("{} is neither a Sequence nor a SpecialToken", item.path));
     }
   }
   return Status::ok();
 }
 
 Status HfTokenizer::load(const std::string& text, const std::string& what) {
+  TUNABLE_RETURN_IF_ERROR(check_json_depth(text.data(), text.data() + text.size(), what));
   json j;
   try {
     j = json::parse(text);
@@ -705,44 +835,57 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
     return bad(what, fmt::format("not valid JSON: {}", e.what()));
   }
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return bad(what, "no model object");
+  const Node root{j, "", what};
   const json& m = j["model"];
-  const std::string mtype = str_field(m, "type");
+  const Node mn = root.child(m, "model");
+  std::string mtype, prefix, suffix;
+  TUNABLE_RETURN_IF_ERROR(mn.string("type", &mtype));
   if (mtype != "BPE" && !(mtype.empty() && m.contains("merges")))
     return unsupported(what, fmt::format("model type '{}' is not supported (BPE)", mtype));
-  if (!m.value("continuing_subword_prefix", json()).is_null() && !str_field(m, "continuing_subword_prefix").empty())
-    return unsupported(what, "BPE continuing_subword_prefix is not supported");
-  if (!m.value("end_of_word_suffix", json()).is_null() && !str_field(m, "end_of_word_suffix").empty())
-    return unsupported(what, "BPE end_of_word_suffix is not supported");
-  if (!m.value("dropout", json()).is_null() && m["dropout"].get<double>() > 0)
-    return unsupported(what, "BPE dropout is not supported (it makes tokenization random)");
-  byte_fallback_ = m.value("byte_fallback", false);
-  ignore_merges_ = m.value("ignore_merges", false);
-  fuse_unk_ = m.value("fuse_unk", false);
+  TUNABLE_RETURN_IF_ERROR(mn.string("continuing_subword_prefix", &prefix));
+  TUNABLE_RETURN_IF_ERROR(mn.string("end_of_word_suffix", &suffix));
+  if (!prefix.empty()) return unsupported(what, "BPE continuing_subword_prefix is not supported");
+  if (!suffix.empty()) return unsupported(what, "BPE end_of_word_suffix is not supported");
+  if (const json* d = mn.member("dropout")) {
+    if (!d->is_number()) return mn.error("dropout", fmt::format("is {}, not a number", shown(*d)));
+    if (d->get<double>() > 0) return unsupported(what, "BPE dropout is not supported (it makes tokenization random)");
+  }
+  TUNABLE_RETURN_IF_ERROR(mn.boolean("byte_fallback", &byte_fallback_));
+  TUNABLE_RETURN_IF_ERROR(mn.boolean("ignore_merges", &ignore_merges_));
+  TUNABLE_RETURN_IF_ERROR(mn.boolean("fuse_unk", &fuse_unk_));
 
   const auto vit = m.find("vocab");
   if (vit == m.end() || !vit->is_object() || vit->empty()) return bad(what, "model.vocab is missing or empty");
   std::int32_t max_id = -1;
   for (auto it = vit->begin(); it != vit->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<std::int64_t>() < 0 || it.value().get<std::int64_t>() > (1 << 26))
-      return bad(what, fmt::format("vocab['{}'] is {}, not a token id", it.key(), it.value().dump()));
+    if (!it.value().is_number_integer() || it.value().get<std::int64_t>() < 0 || it.value().get<std::int64_t>() > kMaxTokenId ||
+        (it.value().is_number_unsigned() && it.value().get<std::uint64_t>() > kMaxTokenId))
+      return bad(what, fmt::format("vocab['{}'] is {}, not a token id (0 to {})", it.key(), shown(it.value()), kMaxTokenId));
     const auto id = static_cast<std::int32_t>(it.value().get<std::int64_t>());
     vocab_[it.key()] = id;
     max_id = std::max(max_id, id);
   }
   std::vector<AddedToken> added;
-  for (const json& a : j.value("added_tokens", json::array())) {
+  const json* added_list = nullptr;
+  TUNABLE_RETURN_IF_ERROR(root.array("added_tokens", &added_list));
+  for (std::size_t i = 0; added_list && i < added_list->size(); ++i) {
+    const json& a = (*added_list)[i];
+    const Node an = root.child(a, fmt::format("added_tokens[{}]", i));
     AddedToken t;
-    if (!a.contains("id") || !a["id"].is_number_integer() || a["id"].get<std::int64_t>() < 0 ||
-        a["id"].get<std::int64_t>() > (1 << 26) || !a.contains("content") || !a["content"].is_string() ||
-        a["content"].get<std::string>().empty())
-      return bad(what, fmt::format("added token {} lacks an id or content", a.dump()));
-    t.id = a["id"].get<std::int32_t>();
-    t.content = a["content"].get<std::string>();
-    t.special = a.value("special", false);
-    t.lstrip = a.value("lstrip", false);
-    t.rstrip = a.value("rstrip", false);
-    t.normalized = a.value("normalized", !t.special);  // the library's default
-    if (a.value("single_word", false)) return unsupported(what, fmt::format("added token '{}' is single_word", t.content));
+    std::int64_t id = -1;
+    if (!a.is_object()) return bad(what, fmt::format("{} is {}, not an object", an.path, shown(a)));
+    TUNABLE_RETURN_IF_ERROR(an.integer("id", 0, kMaxTokenId, &id));
+    TUNABLE_RETURN_IF_ERROR(an.string("content", &t.content));
+    if (id < 0 || t.content.empty()) return bad(what, fmt::format("added token {} lacks an id or content", shown(a)));
+    t.id = static_cast<std::int32_t>(id);
+    bool single_word = false;
+    TUNABLE_RETURN_IF_ERROR(an.boolean("special", &t.special));
+    TUNABLE_RETURN_IF_ERROR(an.boolean("lstrip", &t.lstrip));
+    TUNABLE_RETURN_IF_ERROR(an.boolean("rstrip", &t.rstrip));
+    t.normalized = !t.special;  // the library's default
+    TUNABLE_RETURN_IF_ERROR(an.boolean("normalized", &t.normalized));
+    TUNABLE_RETURN_IF_ERROR(an.boolean("single_word", &single_word));
+    if (single_word) return unsupported(what, fmt::format("added token '{}' is single_word", t.content));
     max_id = std::max(max_id, t.id);
     added.push_back(t);
   }
@@ -779,7 +922,7 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
       a = x[0].get<std::string>();
       b = x[1].get<std::string>();
     } else {
-      return bad(what, fmt::format("merge {} is not a pair of tokens", x.dump()));
+      return bad(what, fmt::format("merge {} is not a pair of tokens", shown(x)));
     }
     const auto ia = vocab_.find(a), ib = vocab_.find(b), im = vocab_.find(a + b);
     if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
@@ -787,10 +930,11 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
     const std::uint64_t key = (static_cast<std::uint64_t>(ia->second) << 32) | static_cast<std::uint32_t>(ib->second);
     merges_.emplace(key, std::make_pair(rank++, im->second));  // the first (best-ranked) merge wins
   }
-  const json unk = m.value("unk_token", json());
-  if (unk.is_string()) {
-    const auto u = vocab_.find(unk.get<std::string>());
-    if (u == vocab_.end()) return bad(what, fmt::format("unk_token '{}' is not in the vocabulary", unk.get<std::string>()));
+  std::string unk;
+  TUNABLE_RETURN_IF_ERROR(mn.string("unk_token", &unk));
+  if (mn.member("unk_token")) {
+    const auto u = vocab_.find(unk);
+    if (u == vocab_.end()) return bad(what, fmt::format("unk_token '{}' is not in the vocabulary", unk));
     unk_ = u->second;
   }
   for (int b = 0; b < 256; ++b) {
@@ -798,7 +942,9 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
     byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
   }
 
-  TUNABLE_RETURN_IF_ERROR(parse_normalizer(j.value("normalizer", json()), what, &normalizer_));
+  static const json kNull;
+  auto component = [&](const char* key) { return root.child(root.member(key) ? *root.member(key) : kNull, key); };
+  TUNABLE_RETURN_IF_ERROR(parse_normalizer(component("normalizer"), &normalizer_));
   // A normalized added token is matched, and decoded, as the normalizer turns its content
   // ("World" under Llama 2's normalizer is "\u2581World"), as the library does.
   if (normalizer_) {
@@ -810,15 +956,18 @@ Status HfTokenizer::load(const std::string& text, const std::string& what) {
     }
     std::sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
   }
-  TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), what, &byte_level_, &pre_));
-  TUNABLE_RETURN_IF_ERROR(parse_decoder(j.value("decoder", json()), what, &decoder_));
+  TUNABLE_RETURN_IF_ERROR(parse_pre_tokenizer(component("pre_tokenizer"), &byte_level_, &pre_));
+  TUNABLE_RETURN_IF_ERROR(parse_decoder(component("decoder"), &decoder_));
   auto id_of = [&](const std::string& s) -> std::int32_t {
     for (const AddedToken& t : added_)
       if (t.content == s) return t.id;
     const auto it = vocab_.find(s);
     return it == vocab_.end() ? -1 : it->second;
   };
-  TUNABLE_RETURN_IF_ERROR(parse_post_processor(j.value("post_processor", json()), what, id_of, &prefix_, &suffix_));
+  auto is_token = [&](std::int64_t id) {
+    return id >= 0 && id < static_cast<std::int64_t>(id_to_token_.size()) && !id_to_token_[id].empty();
+  };
+  TUNABLE_RETURN_IF_ERROR(parse_post_processor(component("post_processor"), id_of, is_token, &prefix_, &suffix_));
   return Status::ok();
 }
 
@@ -939,13 +1088,22 @@ std::size_t space_after(const std::string& s, std::size_t begin) {
 }
 
 void HfTokenizer::split_added(const std::string& text, bool normalized, std::vector<Piece>* out) const {
+  // Each token's next occurrence is searched again only once the cut has passed it: searching
+  // every token from every cut was quadratic in a text full of one token and free of another.
+  std::vector<std::size_t> next(added_.size(), 0);
+  std::vector<bool> stale(added_.size(), true);
   std::size_t at = 0;
   while (at < text.size()) {
     std::size_t best = std::string::npos;
     const AddedToken* hit = nullptr;
-    for (const AddedToken& t : added_) {
+    for (std::size_t i = 0; i < added_.size(); ++i) {
+      const AddedToken& t = added_[i];
       if (t.normalized != normalized) continue;
-      const std::size_t p = text.find(t.content, at);
+      if (stale[i] || (next[i] != std::string::npos && next[i] < at)) {
+        next[i] = text.find(t.content, at);
+        stale[i] = false;
+      }
+      const std::size_t p = next[i];
       if (p != std::string::npos && (p < best || (p == best && t.content.size() > hit->content.size()))) {
         best = p;
         hit = &t;
@@ -965,6 +1123,7 @@ void HfTokenizer::split_added(const std::string& text, bool normalized, std::vec
 Status HfTokenizer::encode(std::string_view text_in, bool add_special_tokens, std::vector<std::int32_t>* ids) const {
   if (ids == nullptr) return Status(StatusCode::kInvalidArgument, "encode: null output");
   ids->clear();
+  TUNABLE_RETURN_IF_ERROR(check_text_size(text_in));
   const std::string text = utf8_lossy(text_in);
   if (add_special_tokens) ids->insert(ids->end(), prefix_.begin(), prefix_.end());
   // As the library splits: added tokens that are not normalized are found in the raw text; each
@@ -1022,16 +1181,14 @@ Status HfTokenizer::decode(const std::vector<std::int32_t>& ids, bool skip_speci
 }  // namespace
 
 Status load_hf_tokenizer(const std::string& path, std::unique_ptr<Tokenizer>* out) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status(StatusCode::kIoError, fmt::format("cannot read '{}'", path));
-  if (!S_ISREG(st.st_mode)) return Status(StatusCode::kIoError, fmt::format("'{}' is not a regular file", path));
-  if (st.st_size > (512 << 20)) return bad(path, "larger than 512 MiB");
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (!f) return Status(StatusCode::kIoError, fmt::format("reading '{}' failed", path));
+  std::string text;
+  TUNABLE_RETURN_IF_ERROR(read_regular_file(path, 512u << 20, "a tokenizer.json", &text));
+  return parse_hf_tokenizer(text, path, out);
+}
+
+Status parse_hf_tokenizer(const std::string& text, const std::string& what, std::unique_ptr<Tokenizer>* out) {
   auto t = std::make_unique<HfTokenizer>();
-  TUNABLE_RETURN_IF_ERROR(t->load(ss.str(), path));
+  TUNABLE_RETURN_IF_ERROR(t->load(text, what));
   *out = std::move(t);
   return Status::ok();
 }
