@@ -336,6 +336,17 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   info_.eos_token_ids = m.tokens.eos;
   info_.bos_token_id = m.tokens.bos;
 
+  // Without a usable GPU the first CUDA call fails with whatever the runtime makes of it (a
+  // driver-version mismatch, a missing driver), reported with a source path: say what it means.
+  int devices = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::kNoDevice, fmt::format("no GPU: the decode engine needs a CUDA device and none is usable "
+                                                     "({})", e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)));
+  }
+  if (o.device < 0 || o.device >= devices)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("CUDA device ordinal {} out of range ({} devices)", o.device, devices));
   DeviceGuard guard;  // after the file checks, which need no GPU; the caller's device is restored
   TUNABLE_RETURN_IF_ERROR(guard.set(o.device));
   cudaDeviceProp prop{};

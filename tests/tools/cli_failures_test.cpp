@@ -343,7 +343,71 @@ TEST(CliFailures, TheEngineRefusesUnsupportedModelsAndAMissingGpuByName) {
     "intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":1,"num_key_value_heads":1})");
   r = run_cli({"generate", "--model", ok.path(), "--prompt-ids", "1,2"});
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_TRUE(has(r, "cuda_error")) << r.out;
+  EXPECT_TRUE(has(r, "no_device: no GPU")) << r.out;  // not a driver-version error with a source path
+  EXPECT_FALSE(has(r, ".cpp")) << r.out;
+}
+
+// Hostile files and arguments (issue 59): each ends quickly in an error naming what is wrong.
+TEST(CliFailures, HostileFilesAndArgumentsEndInNamedErrors) {
+  test::TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  CliRun r = run_cli({"show", dir.file("fifo")}, {}, {}, 20000);  // blocked forever
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "is not a regular file")) << r.out;
+  r = run_cli({"show", "/dev/zero"}, {}, {}, 20000);  // read until allocation failed
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(has(r, "'/dev/zero' is not a regular file")) << r.out;
+  {
+    std::ofstream(dir.file("big.csv")) << "Validator,A,1\n";
+    ASSERT_EQ(::truncate(dir.file("big.csv").c_str(), 1ll << 30), 0);  // sparse: 1 GB was read whole first
+  }
+  r = run_cli({"show", dir.file("big.csv")}, {}, {}, 20000);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "1024.0 MiB, over the 64 MiB")) << r.out;
+
+  write_model(dir.path(), R"({"architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":64,
+    "intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":1,"num_key_value_heads":1})");
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const std::string m = dir.path();
+  const std::vector<Case> cases = {
+      {{"generate", "--model", m, "--prompt-ids", "1", "--temperature", "nan"}, "'nan' is not a finite number"},
+      {{"generate", "--model", m, "--prompt-ids", "1", "--top-p", "NaN"}, "'NaN' is not a finite number"},
+      {{"generate", "--model", m, "--prompt-ids", "1", "--seed", "-1"}, "'-1' is not a seed"},
+      {{"generate", "--model", m, "--prompt-ids", "1", "--seed", "18446744073709551616"}, "is not a seed"},
+      {{"generate", "--model", m, "--prompt-ids", ""}, "--prompt-ids: no values given"},
+      {{"bench-model", "--model", m, "--batch", "1,x"}, "--batch: 'x' is not a count"},
+  };
+  for (const Case& c : cases) {
+    r = run_cli(c.args);
+    EXPECT_NE(r.code, 0) << r.out;
+    EXPECT_TRUE(has(r, c.says)) << c.says << " in: " << r.out;
+    EXPECT_FALSE(has(r, "--prompt-ids: '")) << r.out;
+  }
+  // A FIFO for the weights: refused, not waited on.
+  std::remove(dir.file("model.safetensors").c_str());
+  ASSERT_EQ(::mkfifo(dir.file("model.safetensors").c_str(), 0600), 0);
+  r = run_cli({"generate", "--model", m, "--prompt-ids", "1"}, {}, {}, 20000);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(has(r, "model.safetensors' is not a regular file")) << r.out;
+  // Nesting past the stack, in the config and in the tokenizer, named with the file.
+  test::write_text(dir.file("config.json"), "{\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  r = run_cli({"generate", "--model", m, "--prompt-ids", "1"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "config.json: JSON nested deeper than 64 levels")) << r.out;
+  // A tokenizer field of the wrong type: the file and the field, not the JSON library's words.
+  test::write_text(dir.file("tokenizer.json"), R"({"model":{"type":"BPE","vocab":{"h":0},"merges":[],
+    "byte_fallback":"yes"}})");
+  r = run_cli({"generate", "--model", m, "--prompt", "hi"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "tokenizer.json: model.byte_fallback is \"yes\", not true or false")) << r.out;
+  // `tunable run` checks the preload library the environment names before starting anything.
+  r = run_cli({"run", "--", "true"}, {"TUNABLE_PRELOAD=/nonexistent/libtunable_preload.so"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "TUNABLE_PRELOAD='/nonexistent/libtunable_preload.so' is not a readable file")) << r.out;
 }
 
 }  // namespace

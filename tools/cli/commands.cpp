@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -319,6 +320,19 @@ int run_show(const ShowArgs& a) {
   // An interposer report (`tunable run --report FILE`, TUNABLE_PRELOAD_REPORT): what a run served and
   // why the rest went to cuBLAS, one block per process.
   {
+    // The file's kind is told from its first line, read only once the file is known to be a regular
+    // file no larger than a results file may be (64 MiB): a FIFO would block the read, /dev/zero
+    // never ends its first line, and a 1 GB file was read whole before the results reader refused it.
+    constexpr std::uint64_t kMaxShownBytes = 64u << 20;
+    struct stat sb {};
+    const int fd = ::open(a.file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw Error(StatusCode::kIoError, fmt::format("cannot open '{}': {}", a.file, std::strerror(errno)));
+    const bool regular = ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    ::close(fd);
+    if (!regular) throw Error(StatusCode::kIoError, fmt::format("'{}' is not a regular file", a.file));
+    if (static_cast<std::uint64_t>(sb.st_size) > kMaxShownBytes)
+      throw Error(StatusCode::kIoError, fmt::format("'{}' is {:.1f} MiB, over the {} MiB a results file may have; it "
+                                                    "is not read", a.file, sb.st_size / 1048576.0, kMaxShownBytes >> 20));
     std::ifstream f(a.file);
     std::string first;
     if (f && std::getline(f, first) && first.rfind("tunable interposer: served ", 0) == 0) {

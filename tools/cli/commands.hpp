@@ -78,6 +78,7 @@ struct GenerateArgs {
   ModelRunArgs run;
   std::string prompt;      ///< text, tokenized with the model directory's tokenizer
   std::string prompt_ids;  ///< "1,2,3" (instead of text; ids are printed instead of text)
+  bool prompt_ids_given = false;  ///< --prompt-ids was given, even as "" (an error, not a text prompt)
   int max_new_tokens = 64;
   float temperature = 0.f;
   int top_k = 0;

@@ -1,11 +1,41 @@
 // `tunable`: tune a GEMM like the TunableOp blog's Example 1, show results files, tune offline.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "tunable/status.hpp"
+
+namespace {
+
+// CLI::Range compares with < and >, which NaN passes: an option read as a double must first be a
+// finite number.
+const CLI::Validator kFinite(
+    [](std::string& v) {
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      return end != v.c_str() && *end == '\0' && std::isfinite(d) ? std::string() : "'" + v + "' is not a finite number";
+    },
+    "FINITE", "finite");
+
+// A 64-bit seed in plain decimal: the default conversion takes "-1" as 2^64 - 1 and saturates
+// values past 2^64 - 1 without a word.
+const CLI::Validator kSeed(
+    [](std::string& v) {
+      const std::string bad = "'" + v + "' is not a seed (a decimal integer from 0 to 18446744073709551615)";
+      if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos) return bad;
+      errno = 0;
+      (void)std::strtoull(v.c_str(), nullptr, 10);
+      return errno == ERANGE ? bad : std::string();
+    },
+    "SEED", "seed");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tunable::cli;
@@ -90,10 +120,10 @@ int main(int argc, char** argv) {
   prompt_group->add_option(prompt_ids);
   prompt_group->require_option(1);
   gen->add_option("--max-new-tokens", ga.max_new_tokens)->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  gen->add_option("--temperature", ga.temperature, "0: greedy")->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  gen->add_option("--temperature", ga.temperature, "0: greedy")->check(kFinite)->check(CLI::Range(0.0, 1e6))->capture_default_str();
   gen->add_option("--top-k", ga.top_k, "0: off")->check(CLI::Range(0, 1 << 30))->capture_default_str();
-  gen->add_option("--top-p", ga.top_p, "1: off")->check(CLI::Range(1e-6, 1.0))->capture_default_str();
-  gen->add_option("--seed", ga.seed)->capture_default_str();
+  gen->add_option("--top-p", ga.top_p, "1: off")->check(kFinite)->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+  gen->add_option("--seed", ga.seed)->check(kSeed)->capture_default_str();
   gen->add_option("--batch", ga.batch, "copies of the prompt generated together")->check(CLI::Range(1, 256))->capture_default_str();
   gen->add_flag("--ignore-eos", ga.ignore_eos, "generate --max-new-tokens even past an end-of-sequence token");
   gen->add_option("--dump", ga.dump, "write tokens, prompt logits and each step's logits as JSON (slow; for checks)");
@@ -110,6 +140,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   tf.file_given = tf_file->count() > 0;
+  ga.prompt_ids_given = prompt_ids->count() > 0;
   tf.verbose_given = tf_verbose->count() > 0;
   int rc = 2;
   try {

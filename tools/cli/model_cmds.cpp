@@ -22,7 +22,8 @@
 namespace tunable::cli {
 namespace {
 
-std::vector<std::int32_t> parse_ids(const std::string& s) {
+/// Comma-separated non-negative integers; errors name the option and what each value should be.
+std::vector<std::int32_t> parse_ids(const std::string& s, const char* option, const char* kind) {
   std::vector<std::int32_t> ids;
   std::stringstream ss(s);
   std::string item;
@@ -35,16 +36,16 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
       used = 0;
     }
     if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX)
-      throw Error(StatusCode::kInvalidArgument, fmt::format("--prompt-ids: '{}' is not a token id", item));
+      throw Error(StatusCode::kInvalidArgument, fmt::format("{}: '{}' is not a {}", option, item, kind));
     ids.push_back(static_cast<std::int32_t>(v));
   }
-  if (ids.empty()) throw Error(StatusCode::kInvalidArgument, "--prompt-ids: no ids given");
+  if (ids.empty()) throw Error(StatusCode::kInvalidArgument, fmt::format("{}: no values given", option));
   return ids;
 }
 
 std::vector<int> parse_int_list(const std::string& s, const char* what) {
   std::vector<int> v;
-  for (std::int32_t x : parse_ids(s)) {
+  for (std::int32_t x : parse_ids(s, what, "count")) {
     if (x < 1) throw Error(StatusCode::kInvalidArgument, fmt::format("{}: values must be >= 1", what));
     v.push_back(x);
   }
@@ -126,8 +127,8 @@ int run_generate(const GenerateArgs& a) {
   // work), BOS as the tokenizer's post-processor adds it.
   std::unique_ptr<Tokenizer> tok;
   std::vector<std::int32_t> prompt;
-  if (!a.prompt_ids.empty()) {
-    prompt = parse_ids(a.prompt_ids);
+  if (a.prompt_ids_given) {
+    prompt = parse_ids(a.prompt_ids, "--prompt-ids", "token id");
   } else {
     tok = load_tokenizer(a.run.model);
     throw_if_error(tok->encode(a.prompt, true, &prompt));

@@ -2,6 +2,7 @@
 // preload library and the TUNABLE_* environment of the chosen mode, waits for it, and prints what
 // the interposer served.
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "tunable/status.hpp"
 
 namespace tunable::cli {
 
@@ -36,7 +38,16 @@ std::string dir_of_executable() {
 // The preload library: TUNABLE_PRELOAD, else where a build tree (build/tools/tunable next to
 // build/libtunable_preload.so) or an install (bin/ and lib/) puts it.
 std::string find_preload() {
-  if (const char* p = std::getenv("TUNABLE_PRELOAD")) return p;
+  if (const char* p = std::getenv("TUNABLE_PRELOAD")) {
+    // The program would start without the interposer, or with whatever the variable names: check
+    // it names a readable shared library file before handing it to the dynamic loader.
+    struct stat st {};
+    if (*p == '\0' || ::stat(p, &st) != 0 || !S_ISREG(st.st_mode) || ::access(p, R_OK) != 0)
+      throw Error(StatusCode::kInvalidArgument,
+                  fmt::format("TUNABLE_PRELOAD='{}' is not a readable file{}", p,
+                              *p && ::stat(p, &st) != 0 ? fmt::format(" ({})", std::strerror(errno)) : ""));
+    return p;
+  }
   const std::string dir = dir_of_executable();
   for (const std::string& c : {dir + "/../libtunable_preload.so", dir + "/../lib/libtunable_preload.so",
                                dir + "/libtunable_preload.so"})
