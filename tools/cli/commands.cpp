@@ -326,11 +326,11 @@ int run_show(const ShowArgs& a) {
     constexpr std::uint64_t kMaxShownBytes = 64u << 20;
     struct stat sb {};
     const int fd = ::open(a.file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) throw Error(StatusCode::kIoError, fmt::format("cannot open '{}': {}", a.file, std::strerror(errno)));
-    const bool regular = ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-    ::close(fd);
-    if (!regular) throw Error(StatusCode::kIoError, fmt::format("'{}' is not a regular file", a.file));
-    if (static_cast<std::uint64_t>(sb.st_size) > kMaxShownBytes)
+    // One that cannot be opened is left to read_results_file, whose message says why.
+    const bool regular = fd >= 0 && ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (fd >= 0) ::close(fd);
+    if (fd >= 0 && !regular) throw Error(StatusCode::kIoError, fmt::format("'{}' is not a regular file", a.file));
+    if (regular && static_cast<std::uint64_t>(sb.st_size) > kMaxShownBytes)
       throw Error(StatusCode::kIoError, fmt::format("'{}' is {:.1f} MiB, over the {} MiB a results file may have; it "
                                                     "is not read", a.file, sb.st_size / 1048576.0, kMaxShownBytes >> 20));
     std::ifstream f(a.file);
