@@ -105,7 +105,10 @@ variants = [
     ("load_chunk16", ("--prefill-chunk", "16"), None),
     ("load_nopdl_attn", (), {"LIB": os.path.abspath("build_va")}),
     ("load_nopdl_rope", (), {"LIB": os.path.abspath("build_vb")}),
+    ("load_nopdl_attn_check", (), {"LIB": os.path.abspath("build_va")}),
     ("load_nopdl_engine", (), {"LIB": os.path.abspath("build_vc")}),
+    ("load_q_ldcg", (), {"LIB": os.path.abspath("build_vd")}),
+    ("load_wait_first", (), {"LIB": os.path.abspath("build_vg")}),
 ]
 for tag, extra, env in variants:
     if a.variants != "all" and tag not in a.variants.split(","):

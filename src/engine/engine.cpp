@@ -505,7 +505,12 @@ Status Engine::Impl::plan_memory() {
     }
     inv[i] = static_cast<float>(f);
   }
-  TUNABLE_CUDA_CHECK(cudaMemcpy(inv_freq_, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice));
+  // On the engine's stream, behind the memsets above: that stream does not synchronize with the
+  // legacy default stream, so a plain cudaMemcpy could land first and be zeroed by the buffer memset
+  // (RoPE then rotated nothing). It did, whenever another process kept the GPU busy enough to delay
+  // the memset.
+  TUNABLE_CUDA_CHECK(cudaMemcpyAsync(inv_freq_, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice, stream_));
+  TUNABLE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `inv` leaves scope
 
   host_bytes_ = 64u << 20;
   TUNABLE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_), host_bytes_));
