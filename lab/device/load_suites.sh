@@ -1,29 +1,54 @@
 #!/usr/bin/env bash
-# Issue 52 on the device: the engine beside both loads (tests/torch/test_engine_load.py), then the
-# C++ GPU suites beside the compute load, their binaries in parallel (SUITE_SECONDS bounds them).
+# Every GPU suite on the device, idle and beside each load (issue 52's GPU test run), from the repo
+# root with the binaries carried (lab/device/pack_for_device.sh):
+#   bash lab/device/load_suites.sh [LOAD...]      LOAD: none compute memory (default: all three)
+# C++ suites (skinny, GEMM, ops, interposer) in parallel beside none/compute, one at a time beside
+# memory (twelve free GiB are not enough for four at once); then the engine against transformers, the
+# Python package from python/, and the engine's idle-versus-load bit-equality test. Knobs:
+# SUITES (C++ binaries, default all four), SUITE_SECONDS (bound per C++ suite, default 540),
+# PY_SUITES=0 (skip the Python suites). Logs under $OUT; exit 1 if any suite failed or timed out.
 set -uo pipefail
 OUT="${OUT:-$PWD/device_out}"; mkdir -p "$OUT"
-[ -f .devcarry/pack.tar.xz ] && tar xJf .devcarry/pack.tar.xz
+if [ -f .devcarry/pack.tar.xz ] && [ ! -f .devcarry/.unpacked ]; then tar xJf .devcarry/pack.tar.xz && touch .devcarry/.unpacked; fi
 export LD_LIBRARY_PATH="$PWD/build:$PWD/.devlibs:${LD_LIBRARY_PATH:-}" PYTHONUNBUFFERED=1 TUNABLE_REQUIRE_GPU=1
+LOAD=build/tests/tunable_gpu_load
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"
-rc=0
-timeout "${ENGINE_SECONDS:-150}" python3 tests/torch/test_engine_load.py "$OUT/engine_load.json" --cli build/tools/tunable \
-  --load build/tests/tunable_gpu_load 2>&1 | grep -v "Warning\|Writing\|Loading" | tee "$OUT/engine_load.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-suites() {
-  pids=()
-  for t in build/tests/tunable_gpu_{skinny,gemm,ops,interpose}_tests; do
-    timeout "${SUITE_SECONDS:-150}" "$t" --gtest_brief=1 > "$OUT/$(basename "$t")_$1.log" 2>&1 &
-    pids+=($!)
+failed=()
+cxx_suites() {  # KIND PARALLEL
+  local pids=() names=() s=0
+  for n in ${SUITES:-skinny gemm ops interpose}; do
+    t=build/tests/tunable_gpu_${n}_tests
+    timeout "${SUITE_SECONDS:-540}" "$t" --gtest_brief=1 > "$OUT/${n}_$1.log" 2>&1 &
+    if [ "$2" = 1 ]; then pids+=($!); names+=("$n"); else wait $! || { echo "FAILED: $n beside $1"; s=1; }; fi
   done
-  s=0
-  for p in "${pids[@]}"; do wait "$p" || s=1; done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || { echo "FAILED: ${names[$i]} beside $1"; s=1; }; done
   return $s
 }
-export -f suites; export OUT SUITE_SECONDS
-bash tests/load/under_load.sh build/tests/tunable_gpu_load compute -- bash -c 'suites compute'
-[ $? -eq 0 ] || rc=1
-for f in "$OUT"/tunable_gpu_*_compute.log; do
-  echo "--- $(basename "$f"): $(grep -E "tests from .* ran|^\[  (PASSED|FAILED) " "$f" | tr '\n' ' ')"
+py_suites() {  # KIND
+  local s=0
+  python3 tests/torch/test_engine.py "$OUT/engine_$1.json" --cli build/tools/tunable --work "/tmp/engine_$1" \
+    > "$OUT/engine_$1.log" 2>&1 || { echo "FAILED: engine tests beside $1"; s=1; }
+  PYTHONPATH="$PWD/python" TUNABLE_LIBRARY="$PWD/build/libtunable.so" TUNABLE_TEST_PRELOAD="$PWD/build/libtunable_preload.so" \
+    python3 tests/torch/test_python_package.py "$OUT/python_$1.json" > "$OUT/python_$1.log" 2>&1 \
+    || { echo "FAILED: python package beside $1"; s=1; }
+  return $s
+}
+export -f cxx_suites py_suites; export OUT SUITES SUITE_SECONDS
+for kind in ${*:-none compute memory}; do
+  echo "=== $kind $(date -u +%T)"
+  par=1; [ "$kind" = memory ] && par=0
+  bash tests/load/under_load.sh "$LOAD" "$kind" -- bash -c "cxx_suites $kind $par" || failed+=("C++ suites beside $kind")
+  if [ "${PY_SUITES:-1}" = 1 ]; then
+    bash tests/load/under_load.sh "$LOAD" "$kind" -- bash -c "py_suites $kind" || failed+=("Python suites beside $kind")
+  fi
+  for f in "$OUT"/*_"$kind".log; do
+    echo "--- $(basename "$f"): $(grep -E "tests from .* ran|^\[  (PASSED|FAILED) |^[0-9]+ cases" "$f" | tr '\n' ' ')"
+  done
 done
-exit $rc
+if [ "${PY_SUITES:-1}" = 1 ]; then
+  python3 tests/torch/test_engine_load.py "$OUT/engine_load.json" --cli build/tools/tunable --load "$LOAD" \
+    2>&1 | grep -v "Warning\|Writing\|Loading" | tee "$OUT/engine_load.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("engine idle-versus-load equality")
+fi
+echo "=== failed: ${#failed[@]}"; for f in "${failed[@]}"; do echo "  $f"; done
+[ ${#failed[@]} -eq 0 ]

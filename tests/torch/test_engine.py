@@ -20,6 +20,9 @@ stays inside top-k, and bad input (a prompt longer than the cache, a token outsi
 more memory than the GPU has, an unsupported architecture) is a clear error. Exit status 1 on any
 failure.
 """
+import suite_gate
+
+suite_gate.require("torch", "transformers")
 import argparse
 import json
 import os

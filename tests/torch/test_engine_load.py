@@ -23,19 +23,11 @@ import sys
 import tempfile
 import time
 
+import suite_gate
 
-def skip(why):
-    # ctest's Skipped (77) where the suite cannot run; a failure where the GPU is required.
-    required = os.environ.get("TUNABLE_REQUIRE_GPU") == "1"
-    print(f"{'FAILED' if required else 'SKIPPED'}: {why}", flush=True)
-    sys.exit(1 if required else 77)
-
-
-try:
-    import torch
-    import transformers as T
-except ImportError as e:
-    skip(f"the engine's load test compares with transformers: {e}")
+suite_gate.require("torch", "transformers")
+import torch  # noqa: E402
+import transformers as T  # noqa: E402
 
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 8192}
@@ -134,8 +126,6 @@ def main():
     ap.add_argument("--work")
     ap.add_argument("--models", default=",".join(configs()))
     a = ap.parse_args()
-    if not torch.cuda.is_available():
-        skip("no usable GPU (torch.cuda.is_available() is False)")
     cli, load = os.path.abspath(a.cli), os.path.abspath(a.load)
     work = a.work or tempfile.mkdtemp(prefix="engine_load_")
     os.makedirs(work, exist_ok=True)

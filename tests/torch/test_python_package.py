@@ -8,6 +8,9 @@ FP8 outputs dequantized against the same reference; refusals of bad input; torch
 tunable.hf.patch on small random Llama, Mistral, Qwen2 and Gemma models against the unpatched model;
 the per-call host cost of an op in eager mode. Exit status 1 when anything failed.
 """
+import suite_gate
+
+suite_gate.require("torch")
 import json
 import sys
 import time
