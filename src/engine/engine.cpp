@@ -245,6 +245,7 @@ class Engine::Impl {
   std::size_t host_bytes_ = 0;
   std::vector<cudaEvent_t> upload_ready_;  ///< per slot: its last copy has completed
   std::size_t upload_slot_bytes_ = 0;
+  int upload_turn_ = 0;  ///< weight upload: which half of host_ the next chunk stages in
   int upload_next_ = 0;
   std::vector<cudaEvent_t> events_;
 
@@ -549,7 +550,7 @@ Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, c
       return Status(StatusCode::kInternal, fmt::format("tensor '{}': no FP8 upload plan for rows of {}", name, row_len));
     per_chunk = per_chunk / static_cast<std::size_t>(row_len) * static_cast<std::size_t>(row_len);
   }
-  static int turn = 0;
+  int& turn = upload_turn_;
   for (std::int64_t e0 = 0; e0 < elements; e0 += static_cast<std::int64_t>(per_chunk)) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(per_chunk, elements - e0));
     char* stage = host_ + (turn & 1) * half;

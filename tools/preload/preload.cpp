@@ -117,7 +117,8 @@ tunable_preload_gemm_fn library() {
 // handle's workspace when its stream changes, and a destroyed handle's address may come back for
 // another: both drop the record here too, so a served call never writes into a workspace that is
 // gone or belongs to another stream (without a record, libtunable uses its own). The last record per
-// thread answers without a lock while no handle was destroyed or re-streamed since (a global serial).
+// thread answers without a lock while no handle was destroyed, re-streamed or given another workspace
+// since (a global serial).
 struct Workspace {
   void* handle = nullptr;
   void* ptr = nullptr;
@@ -213,7 +214,9 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   const cublasStatus_t s = fn(handle, workspace, bytes);
   if (s == CUBLAS_STATUS_SUCCESS && t_depth == 0) {
     std::lock_guard<std::mutex> lock(g_ws_mu);
-    const Workspace w{handle, workspace, bytes, g_ws_serial.load(std::memory_order_acquire)};
+    // A new serial: another thread's last record of this handle names the workspace it had before,
+    // which its owner may free or hand to another stream once this call returns.
+    const Workspace w{handle, workspace, bytes, g_ws_serial.fetch_add(1, std::memory_order_acq_rel) + 1};
     (*g_ws)[handle] = w;
     t_last_ws = w;
   }

@@ -62,9 +62,6 @@ Status LtPlan::create(const GemmDesc& d, bool fast_accum, std::shared_ptr<LtPlan
     TUNABLE_RETURN_IF_ERROR(p->placeholder_scales.allocate(8 * sizeof(float)));
     const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     TUNABLE_CUDA_CHECK(cudaMemcpy(p->placeholder_scales.get(), ones, sizeof ones, cudaMemcpyHostToDevice));
-    // A pageable copy returns once staged, before its DMA lands, and the GEMMs that read the scales
-    // run on other (non-blocking) streams that do not wait for the legacy stream: wait here.
-    TUNABLE_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
     const void* sa = p->placeholder_scales.as<float>();
     const void* sb = p->placeholder_scales.as<float>() + 4;  // 16-byte aligned, as cuBLASLt needs
     TUNABLE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
