@@ -454,6 +454,17 @@ struct MetaspacePre : PreTokenizer {
     *f = std::move(fo);
   }
 };
+/// Bytes of the code point starting at byte `i` of `s` when it is numeric as Rust's
+/// char::is_numeric has it (general categories Nd, Nl, No: ½ ² ① Ⅻ ０ ٣ ५ 𝟘, not only 0-9), else 0.
+std::size_t numeric_at(const std::string& s, std::size_t i) {
+  const auto c0 = static_cast<unsigned char>(s[i]);
+  if (c0 < 0x80) return c0 >= '0' && c0 <= '9' ? 1 : 0;
+  int32_t j = static_cast<int32_t>(i);
+  UChar32 c = 0;
+  U8_NEXT(reinterpret_cast<const uint8_t*>(s.data()), j, static_cast<int32_t>(s.size()), c);
+  return c >= 0 && (U_GET_GC_MASK(c) & U_GC_N_MASK) ? static_cast<std::size_t>(j) - i : 0;
+}
+
 struct DigitsPre : PreTokenizer {
   bool individual = false;
   void apply(std::vector<std::string>* p, std::vector<bool>* f) const override {
@@ -461,10 +472,10 @@ struct DigitsPre : PreTokenizer {
       std::vector<std::string> out;
       std::size_t at = 0;
       for (std::size_t i = 0; i < s.size();) {
-        if (s[i] >= '0' && s[i] <= '9') {
-          std::size_t j = i + 1;
+        if (std::size_t w = numeric_at(s, i)) {
+          std::size_t j = i + w;
           if (!individual)
-            while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+            while (j < s.size() && (w = numeric_at(s, j))) j += w;
           if (i > at) out.push_back(s.substr(at, i - at));
           out.push_back(s.substr(i, j - i));
           at = i = j;

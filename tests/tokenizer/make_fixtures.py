@@ -7,7 +7,8 @@ packages, and writes what those libraries make of a test corpus: the C++ tokeniz
 Kinds: byte-level BPE as Llama 3 ships it (its split pattern, ignore_merges, BOS template) and as
 Qwen2 ships it (NFC, its pattern, no BOS); BPE with byte fallback as Llama 2 ships it (Prepend +
 Replace normalizers, BOS), as Gemma ships it (Replace only, added turn tokens) and with a Metaspace
-pre-tokenizer (prepend_scheme first); a SentencePiece BPE model with byte fallback. Inputs cover
+pre-tokenizer (prepend_scheme first); Digits (one by one and in runs) before ByteLevel, as StarCoder
+and Command-R ship it; a SentencePiece BPE model with byte fallback. Inputs cover
 Unicode, whitespace runs, digits, emoji, added tokens inside text and invalid UTF-8 (given to the
 reference as Python's decode(errors="replace") of the bytes). Writes OUT_DIR/manifest.json.
 """
@@ -37,6 +38,7 @@ TRAIN = [
     "  leading spaces, trailing spaces   \n\n\nmultiple newlines\r\n and tabs\t\tend",
 ] * 40
 
+NUMERALS = "numerals: ½ ² ① Ⅻ ０ ٣ ५ 𝟘 x²+y³=z⁴ 12½ Ⅻ時 ٣٤٥ १२३ ⑳⑴ 𝟙𝟚𝟛 ¾kg"
 CASES = [
     "Hello world!",
     "The year 2024 had 366 days; 1234567890 is ten digits.",
@@ -54,6 +56,7 @@ CASES = [
     "\n",
     "a",
     "😀",
+    NUMERALS,
 ]
 BAD_BYTES = [b"caf\xc3", b"bad \xff\xfe bytes", b"\xe2\x82 truncated euro", b"\xf0\x9f\x98 half emoji \xf0\x9f\x98\x80",
              b"overlong \xc0\xaf and surrogate \xed\xa0\x80 end"]
@@ -162,6 +165,23 @@ def make_splits():
     return t, special
 
 
+def make_digits(individual):
+    """Digits before ByteLevel, as StarCoder and Command-R ship it: every Unicode numeric character
+    (Rust's char::is_numeric: Nd, Nl, No) is split off, one by one or in runs."""
+    def make():
+        t = Tokenizer(models.BPE())
+        # Trained without Digits, so that merges across a numeral's edges (" ½", "½²") exist and a
+        # numeral left unsplit encodes differently.
+        t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        t.decoder = decoders.ByteLevel()
+        special = ["<|endoftext|>"]
+        t.train_from_iterator(TRAIN + [NUMERALS] * 20, bpe_trainer(900, special, True))
+        t.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=individual),
+                                                   pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+        return t, special
+    return make
+
+
 def hf_fixture(out, name, make):
     t, special = make()
     add_extra_tokens(t)
@@ -201,7 +221,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     fixtures = [hf_fixture(out, n, f) for n, f in [("llama3", make_llama3), ("qwen2", make_qwen2), ("llama2", make_llama2),
                                                    ("gemma", make_gemma), ("metaspace", make_metaspace),
-                                                   ("splits", make_splits)]]
+                                                   ("splits", make_splits), ("digits", make_digits(True)),
+                                                   ("digit_runs", make_digits(False))]]
     fixtures.append(sp_fixture(out))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(fixtures, f, indent=1, ensure_ascii=False)
