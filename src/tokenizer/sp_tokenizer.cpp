@@ -140,7 +140,9 @@ class SpTokenizer final : public Tokenizer {
     if (ids == nullptr) return Status(StatusCode::kInvalidArgument, "encode: null output");
     TUNABLE_RETURN_IF_ERROR(check_text_size(text));
     std::vector<int> v;
-    const auto st = sp_.Encode(utf8_lossy(text), &v);
+    // Invalid UTF-8 is repaired first (SentencePiece would take it byte by byte); valid text, nearly
+    // all of it, goes to SentencePiece as it is, without a copy.
+    const auto st = utf8_valid(text) ? sp_.Encode(text, &v) : sp_.Encode(utf8_lossy(text), &v);
     if (!st.ok()) return Status(StatusCode::kInternal, fmt::format("SentencePiece encode: {}", st.ToString()));
     ids->clear();
     if (add_special_tokens && sp_.bos_id() >= 0) ids->push_back(sp_.bos_id());

@@ -3,11 +3,36 @@
 #include <unicode/unistr.h>
 #include <unicode/utf8.h>
 
+#include <cstdint>
+#include <cstring>
+
 namespace tunable::tok {
 
 // ICU's UTF-8 reading substitutes U+FFFD for each maximal ill-formed subsequence (its U8_NEXT
 // follows Unicode's recommended practice since ICU 60), which is Python's and Rust's rule.
+bool utf8_valid(std::string_view s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const auto n = static_cast<int32_t>(s.size());
+  for (int32_t i = 0; i < n;) {
+    // Prompts are mostly ASCII: eight bytes at a time while no high bit is set.
+    if (n - i >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      if ((w & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    UChar32 c = 0;
+    U8_NEXT(p, i, n, c);
+    if (c < 0) return false;
+  }
+  return true;
+}
+
+// Most text is valid: checking first spares the round trip through UTF-16.
 std::string utf8_lossy(std::string_view s) {
+  if (utf8_valid(s)) return std::string(s);
   std::string out;
   icu::UnicodeString::fromUTF8(icu::StringPiece(s.data(), static_cast<int32_t>(s.size()))).toUTF8String(out);
   return out;

@@ -8,6 +8,9 @@
 
 namespace tunable::tok {
 
+/// Whether `s` is well-formed UTF-8 (no surrogates, overlong forms or code points past U+10FFFF).
+bool utf8_valid(std::string_view s);
+
 /// `s` with every maximal ill-formed subsequence replaced by U+FFFD (Unicode's recommended practice,
 /// which Python's "replace" handler and Rust's from_utf8_lossy follow).
 std::string utf8_lossy(std::string_view s);
