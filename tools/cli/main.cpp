@@ -35,9 +35,7 @@ const CLI::Validator kSeed(
     },
     "SEED", "seed");
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   using namespace tunable::cli;
   CLI::App app{"tunable: GEMM tuning runtime for NVIDIA GPUs (and CPU providers)"};
   // At most one; none is reported below. (require_subcommand(1) would answer an unknown word
@@ -164,4 +162,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   return rc;
+}
+
+}  // namespace
+
+// The process ends without running the libraries' exit code: under an address-space limit
+// (`ulimit -v`) too tight for OpenBLAS's per-thread buffer (128 MiB), Debian's OpenBLAS 0.3.21 has
+// each worker thread retry the allocation forever, and its library destructor joins those threads,
+// so the CLI printed its error and then never ended. Everything the CLI owns is released when
+// run_main returns (results are appended as found, locks are the kernel's to drop); what is left to
+// do is flushing the C streams.
+int main(int argc, char** argv) {
+  const int rc = run_main(argc, argv);
+  std::fflush(nullptr);
+  std::_Exit(rc);
 }
