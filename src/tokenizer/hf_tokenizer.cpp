@@ -31,6 +31,7 @@
 #include "core/files.hpp"
 #include "core/json_depth.hpp"
 #include "tokenizer/hf_tokenizer.hpp"
+#include "tokenizer/string_matcher.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace tunable::tok {
@@ -745,97 +746,33 @@ struct Piece {
   bool first = false;  ///< starts the input (Metaspace's prepend_scheme "first")
 };
 
-/// The added tokens of one kind (matched in the raw text or in the normalized text) as one
-/// Aho-Corasick automaton over bytes, searched as the library searches them (aho-corasick's
-/// LeftmostLongest): the leftmost occurrence, the longest one starting there. Finding the next match
-/// reads each byte once, plus at most the longest token's length past the match, whatever the number
-/// of added tokens: visiting every token at every cut was quadratic in a chat full of special tokens.
+/// The added tokens of one kind (matched in the raw text or in the normalized text), found as the
+/// library finds them: visiting every token at every cut was quadratic in a chat full of special
+/// tokens.
 class AddedMatcher {
  public:
   /// Tokens of `tokens` whose `normalized` equals `normalized`; of equal contents the first wins.
   void build(const std::vector<AddedToken>& tokens, bool normalized) {
-    nodes_.assign(1, Node{});
     tokens_.clear();
+    std::vector<std::string_view> contents;
     for (const AddedToken& t : tokens) {
       if (t.normalized != normalized) continue;
-      std::int32_t at = 0;
-      for (unsigned char b : t.content) {
-        std::int32_t next = child(at, b);
-        if (next < 0) {
-          next = static_cast<std::int32_t>(nodes_.size());
-          auto& edges = nodes_[at].edges;
-          edges.insert(std::lower_bound(edges.begin(), edges.end(), std::make_pair(b, 0)), {b, next});
-          nodes_.push_back(Node{});
-          nodes_.back().depth = nodes_[at].depth + 1;
-        }
-        at = next;
-      }
-      if (nodes_[at].token < 0) {
-        nodes_[at].token = static_cast<std::int32_t>(tokens_.size());
-        tokens_.push_back(&t);
-      }
+      tokens_.push_back(&t);
+      contents.push_back(t.content);
     }
-    root_.fill(0);
-    for (const auto& [b, n] : nodes_[0].edges) root_[b] = n;
-    // Breadth first, so that a node's failure link (its longest proper suffix that is a trie path)
-    // and that node's longest token ending here are known before the node's children need them.
-    std::vector<std::int32_t> queue;
-    for (const auto& e : nodes_[0].edges) queue.push_back(e.second);
-    for (std::size_t q = 0; q < queue.size(); ++q) {
-      const std::int32_t n = queue[q];
-      Node& node = nodes_[n];
-      node.longest = node.token >= 0 ? node.token : nodes_[node.fail].longest;
-      for (const auto& [b, c] : node.edges) {
-        nodes_[c].fail = n == 0 ? 0 : step(node.fail, b);
-        queue.push_back(c);
-      }
-    }
+    matcher_.build(contents);
   }
-  bool empty() const { return tokens_.empty(); }
   /// The leftmost-longest match starting at or after `from`: its first byte and token, or false.
   bool find(const std::string& text, std::size_t from, std::size_t* begin, const AddedToken** token) const {
-    if (tokens_.empty()) return false;
-    std::size_t best = std::string::npos;
-    std::int32_t state = 0;
-    for (std::size_t i = from; i < text.size(); ++i) {
-      state = step(state, static_cast<unsigned char>(text[i]));
-      const Node& n = nodes_[state];
-      if (n.longest >= 0) {
-        // The longest token ending here starts leftmost among those ending here; at the same start
-        // as the best so far it is longer, since it ends later.
-        const std::size_t start = i + 1 - tokens_[n.longest]->content.size();
-        if (start <= best) {
-          best = start;
-          *token = tokens_[n.longest];
-        }
-      }
-      // Any match not yet complete starts inside the `depth` bytes the automaton is following.
-      if (best != std::string::npos && i + 1 - n.depth > best) break;
-    }
-    *begin = best;
-    return best != std::string::npos;
+    std::int32_t i = -1;
+    if (!matcher_.find(text, from, begin, &i)) return false;
+    *token = tokens_[static_cast<std::size_t>(i)];
+    return true;
   }
 
  private:
-  struct Node {
-    std::vector<std::pair<unsigned char, std::int32_t>> edges;  // sorted by byte
-    std::int32_t fail = 0, depth = 0;
-    std::int32_t token = -1;    ///< the token spelled by the path to this node
-    std::int32_t longest = -1;  ///< the longest token that is a suffix of that path
-  };
-  std::int32_t child(std::int32_t n, unsigned char b) const {
-    const auto& e = nodes_[n].edges;
-    const auto it = std::lower_bound(e.begin(), e.end(), std::make_pair(b, 0));
-    return it != e.end() && it->first == b ? it->second : -1;
-  }
-  std::int32_t step(std::int32_t n, unsigned char b) const {
-    for (; n != 0; n = nodes_[n].fail)
-      if (const std::int32_t c = child(n, b); c >= 0) return c;
-    return root_[b];
-  }
-  std::vector<Node> nodes_;
+  LeftmostLongestMatcher matcher_;
   std::vector<const AddedToken*> tokens_;  // into the tokenizer's added_, which outlives this
-  std::array<std::int32_t, 256> root_{};
 };
 
 class HfTokenizer final : public Tokenizer {
