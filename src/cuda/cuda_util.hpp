@@ -161,6 +161,11 @@ const cudaDeviceProp& device_properties(int ordinal);
 /// those inside a capture would break the caller's graph.
 bool stream_capturing(Stream stream);
 
+/// OK when cuda:`ordinal` exists: kNoDevice naming the runtime's reason when no device is usable (a
+/// missing driver, a driver older than the runtime), kInvalidArgument for an ordinal out of range.
+/// Asked before the first other CUDA call, whose error would say less.
+Status usable_device(int ordinal);
+
 /// What invalidates a result tuned on cuda:`ordinal`: CUDA runtime and driver, cuBLAS and cuBLASLt
 /// versions, GPU name (as the driver reports it), compute capability and SM count, as (key, value).
 /// kNoDevice when no device is visible, kInvalidArgument for an ordinal out of range.

@@ -17,18 +17,22 @@ bool stream_capturing(Stream stream) {
   return cs != cudaStreamCaptureStatusNone;
 }
 
-Status cuda_validators(int ordinal, std::vector<std::pair<std::string, std::string>>* out) {
+Status usable_device(int ordinal) {
   int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
+  const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
     (void)cudaGetLastError();
-    return Status(StatusCode::kNoDevice,
-                  fmt::format("no CUDA device visible ({})",
-                              e == cudaSuccess ? "0 devices" : cuda_error_text(e)));
+    return Status(StatusCode::kNoDevice, fmt::format("no GPU: no CUDA device is usable ({})",
+                                                     e == cudaSuccess ? "0 devices" : cuda_error_text(e)));
   }
   if (ordinal < 0 || ordinal >= count)
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("CUDA device ordinal {} out of range ({} devices)", ordinal, count));
+  return Status::ok();
+}
+
+Status cuda_validators(int ordinal, std::vector<std::pair<std::string, std::string>>* out) {
+  TUNABLE_RETURN_IF_ERROR(usable_device(ordinal));
   int rt = 0, drv = 0, major = 0, minor = 0, patch = 0;
   TUNABLE_CUDA_CHECK(cudaRuntimeGetVersion(&rt));
   TUNABLE_CUDA_CHECK(cudaDriverGetVersion(&drv));

@@ -337,17 +337,9 @@ Status Engine::Impl::load(const std::string& dir, const EngineOptions& o) {
   info_.eos_token_ids = m.tokens.eos;
   info_.bos_token_id = m.tokens.bos;
 
-  // Without a usable GPU the first CUDA call fails with whatever the runtime makes of it (a
-  // driver-version mismatch, a missing driver), reported with a source path: say what it means.
-  int devices = 0;
-  if (const cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
-    (void)cudaGetLastError();
-    return Status(StatusCode::kNoDevice, fmt::format("no GPU: the decode engine needs a CUDA device and none is usable "
-                                                     "({})", e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)));
-  }
-  if (o.device < 0 || o.device >= devices)
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("CUDA device ordinal {} out of range ({} devices)", o.device, devices));
+  // Without a usable GPU the first CUDA call fails with whatever the runtime makes of it, reported
+  // with a source path: say what it means first.
+  TUNABLE_RETURN_IF_ERROR(usable_device(o.device));
   DeviceGuard guard;  // after the file checks, which need no GPU; the caller's device is restored
   TUNABLE_RETURN_IF_ERROR(guard.set(o.device));
   cudaDeviceProp prop{};
@@ -550,12 +542,11 @@ Status Engine::Impl::upload(const model::ModelDir& m, const std::string& name, c
       return Status(StatusCode::kInternal, fmt::format("tensor '{}': no FP8 upload plan for rows of {}", name, row_len));
     per_chunk = per_chunk / static_cast<std::size_t>(row_len) * static_cast<std::size_t>(row_len);
   }
-  int& turn = upload_turn_;
   for (std::int64_t e0 = 0; e0 < elements; e0 += static_cast<std::int64_t>(per_chunk)) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(per_chunk, elements - e0));
-    char* stage = host_ + (turn & 1) * half;
-    cudaEvent_t ev = events_[turn & 1];
-    ++turn;
+    char* stage = host_ + (upload_turn_ & 1) * half;
+    cudaEvent_t ev = events_[upload_turn_ & 1];
+    ++upload_turn_;
     TUNABLE_CUDA_CHECK(cudaEventSynchronize(ev));  // the copy that last used this half is done
     const unsigned char* s = src + static_cast<std::size_t>(e0) * in_size;
     if (t.dtype == model::StDtype::kF32) {
